@@ -1,0 +1,192 @@
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::Aggregate;
+use serde::{Deserialize, Serialize};
+
+use super::commands::{JobOutcome, LogLineIn, ProvisioningCommand};
+use super::error::ProvisioningError;
+use super::events::{JobAction, ProvisioningEvent};
+use super::lifecycle::{ActiveJob, Lifecycle, VmStatus};
+use super::values::{JobId, VmSpec};
+
+/// One VM: its request and the Terraform jobs run for it. Jobs of one VM never run in
+/// parallel: a new job is queued only when no other is active.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Provisioning {
+    spec: Option<VmSpec>,
+    lifecycle: Lifecycle,
+}
+
+impl Aggregate for Provisioning {
+    const TYPE: &'static str = "Provisioning";
+    type Command = ProvisioningCommand;
+    type Event = ProvisioningEvent;
+    type Error = ProvisioningError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _services: &Self::Services,
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        self.lifecycle.apply(&event);
+        if let ProvisioningEvent::Requested { spec } = event {
+            self.spec = Some(spec);
+        }
+    }
+}
+
+impl Provisioning {
+    pub fn status(&self) -> VmStatus {
+        self.lifecycle.status
+    }
+
+    fn decide(
+        &self,
+        command: ProvisioningCommand,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        match command {
+            ProvisioningCommand::Request { spec } => self.request(spec),
+            ProvisioningCommand::StartJob { job_id, runner } => {
+                let job = self.active_job(job_id)?;
+                if job.started {
+                    return Ok(vec![]); // a redelivered `started` message
+                }
+                Ok(vec![ProvisioningEvent::JobStarted {
+                    job_id,
+                    action: job.action,
+                    runner,
+                }])
+            }
+            ProvisioningCommand::RecordLogs { job_id, lines } => {
+                let job = self.active_job(job_id)?;
+                Ok(new_lines(job, lines))
+            }
+            ProvisioningCommand::FinishJob { job_id, outcome } => {
+                let job = self.active_job(job_id)?;
+                let mut events = vec![finish(job, outcome)];
+                if self.lifecycle.destroy_pending {
+                    events.push(self.queue(self.lifecycle.next_job_id(), JobAction::Destroy)?);
+                }
+                Ok(events)
+            }
+            ProvisioningCommand::RequestDestroy => self.request_destroy(),
+        }
+    }
+
+    fn request(&self, spec: VmSpec) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        if self.lifecycle.status != VmStatus::Unknown {
+            return Err(ProvisioningError::AlreadyRequested);
+        }
+        Ok(vec![
+            ProvisioningEvent::Requested { spec: spec.clone() },
+            ProvisioningEvent::JobQueued {
+                job_id: JobId::FIRST,
+                action: JobAction::Apply,
+                spec,
+            },
+        ])
+    }
+
+    fn request_destroy(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        match self.lifecycle.status {
+            VmStatus::Unknown => Err(ProvisioningError::NotFound),
+            s @ (VmStatus::DestroyRequested | VmStatus::Destroying | VmStatus::Destroyed) => {
+                Err(ProvisioningError::AlreadyDestroying(s))
+            }
+            _ => {
+                let mut events = vec![ProvisioningEvent::DestroyRequested];
+                if self.lifecycle.active_job.is_none() {
+                    events.push(self.queue(self.lifecycle.next_job_id(), JobAction::Destroy)?);
+                }
+                Ok(events)
+            }
+        }
+    }
+
+    fn queue(
+        &self,
+        job_id: JobId,
+        action: JobAction,
+    ) -> Result<ProvisioningEvent, ProvisioningError> {
+        let spec = self.spec.clone().ok_or(ProvisioningError::NotFound)?;
+        Ok(ProvisioningEvent::JobQueued {
+            job_id,
+            action,
+            spec,
+        })
+    }
+
+    fn active_job(&self, job_id: JobId) -> Result<ActiveJob, ProvisioningError> {
+        if self.lifecycle.status == VmStatus::Unknown {
+            return Err(ProvisioningError::NotFound);
+        }
+        self.lifecycle
+            .active_job
+            .filter(|job| job.id == job_id)
+            .ok_or(ProvisioningError::JobNotActive(job_id))
+    }
+}
+
+/// The lines not recorded yet, in order: a redelivered batch adds nothing twice.
+fn new_lines(job: ActiveJob, mut lines: Vec<LogLineIn>) -> Vec<ProvisioningEvent> {
+    lines.sort_by_key(|l| l.line);
+    lines.dedup_by_key(|l| l.line);
+    lines
+        .into_iter()
+        .filter(|l| l.line > job.last_line)
+        .map(|l| ProvisioningEvent::LogLine {
+            job_id: job.id,
+            line: l.line,
+            level: l.level,
+            kind: l.kind,
+            message: l.message,
+        })
+        .collect()
+}
+
+fn finish(job: ActiveJob, outcome: JobOutcome) -> ProvisioningEvent {
+    let failed = |reason: String, diagnostics| ProvisioningEvent::Failed {
+        job_id: job.id,
+        action: job.action,
+        reason,
+        diagnostics,
+    };
+    if outcome.exit_code != 0 {
+        let reason = outcome
+            .diagnostics
+            .iter()
+            .find(|d| d.severity == "error")
+            .map(|d| match d.detail.is_empty() {
+                true => d.summary.clone(),
+                false => format!("{}: {}", d.summary, d.detail),
+            })
+            .unwrap_or_else(|| format!("terraform exited with code {}", outcome.exit_code));
+        return failed(reason, outcome.diagnostics);
+    }
+    match job.action {
+        JobAction::Destroy => ProvisioningEvent::Destroyed { job_id: job.id },
+        JobAction::Apply => match outcome.outputs.get("vm_ip").and_then(|v| v.as_str()) {
+            Some(ip) if !ip.is_empty() => ProvisioningEvent::Applied {
+                job_id: job.id,
+                vm_ip: ip.to_owned(),
+                outputs: outcome.outputs.clone(),
+            },
+            _ => failed(
+                "terraform succeeded but gave no vm_ip output".to_owned(),
+                outcome.diagnostics,
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "aggregate_tests.rs"]
+mod tests;

@@ -1,0 +1,359 @@
+use std::collections::BTreeMap;
+
+use cqrs_es::test::TestFramework;
+use cqrs_es::Aggregate;
+
+use super::*;
+use crate::provisioning::{
+    Cidr, Diagnostic, DurationHours, ProviderId, SshPublicKey, TemplateId, VmName,
+};
+
+type Given = TestFramework<Provisioning>;
+
+fn spec() -> VmSpec {
+    VmSpec {
+        name: VmName::parse("web-1").unwrap(),
+        provider: ProviderId::parse("local").unwrap(),
+        template: TemplateId::parse("small").unwrap(),
+        image_name: "debian-12".into(),
+        flavor_name: "local.small".into(),
+        ssh_public_key: SshPublicKey::parse(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ t@e",
+        )
+        .unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(8).unwrap(),
+    }
+}
+
+fn job(n: u32) -> JobId {
+    JobId::new(n)
+}
+
+fn requested() -> Vec<ProvisioningEvent> {
+    vec![
+        ProvisioningEvent::Requested { spec: spec() },
+        queued(1, JobAction::Apply),
+    ]
+}
+
+fn queued(n: u32, action: JobAction) -> ProvisioningEvent {
+    ProvisioningEvent::JobQueued {
+        job_id: job(n),
+        action,
+        spec: spec(),
+    }
+}
+
+fn started(n: u32, action: JobAction) -> ProvisioningEvent {
+    ProvisioningEvent::JobStarted {
+        job_id: job(n),
+        action,
+        runner: "local".into(),
+    }
+}
+
+fn applying() -> Vec<ProvisioningEvent> {
+    [requested(), vec![started(1, JobAction::Apply)]].concat()
+}
+
+fn applied() -> ProvisioningEvent {
+    ProvisioningEvent::Applied {
+        job_id: job(1),
+        vm_ip: "10.77.0.9".into(),
+        outputs: outputs_with_ip(),
+    }
+}
+
+fn provisioned() -> Vec<ProvisioningEvent> {
+    [applying(), vec![applied()]].concat()
+}
+
+fn destroying() -> Vec<ProvisioningEvent> {
+    [
+        provisioned(),
+        vec![
+            ProvisioningEvent::DestroyRequested,
+            queued(2, JobAction::Destroy),
+            started(2, JobAction::Destroy),
+        ],
+    ]
+    .concat()
+}
+
+fn outputs_with_ip() -> BTreeMap<String, serde_json::Value> {
+    BTreeMap::from([("vm_ip".to_owned(), serde_json::json!("10.77.0.9"))])
+}
+
+fn outcome(exit_code: i32, outputs: BTreeMap<String, serde_json::Value>) -> JobOutcome {
+    JobOutcome {
+        exit_code,
+        outputs,
+        diagnostics: vec![],
+    }
+}
+
+fn line(n: u32, message: &str) -> LogLineIn {
+    LogLineIn {
+        line: n,
+        level: "info".into(),
+        kind: "log".into(),
+        message: message.into(),
+    }
+}
+
+fn log_event(n: u32, message: &str) -> ProvisioningEvent {
+    ProvisioningEvent::LogLine {
+        job_id: job(1),
+        line: n,
+        level: "info".into(),
+        kind: "log".into(),
+        message: message.into(),
+    }
+}
+
+fn finish(n: u32, outcome: JobOutcome) -> ProvisioningCommand {
+    ProvisioningCommand::FinishJob {
+        job_id: job(n),
+        outcome,
+    }
+}
+
+#[test]
+fn a_request_is_recorded_and_queues_the_first_apply_job() {
+    Given::with(())
+        .given_no_previous_events()
+        .when(ProvisioningCommand::Request { spec: spec() })
+        .then_expect_events(requested());
+}
+
+#[test]
+fn a_vm_cannot_be_requested_twice() {
+    Given::with(())
+        .given(requested())
+        .when(ProvisioningCommand::Request { spec: spec() })
+        .then_expect_error(ProvisioningError::AlreadyRequested);
+}
+
+#[test]
+fn a_runner_start_is_recorded_once() {
+    Given::with(())
+        .given(requested())
+        .when(ProvisioningCommand::StartJob {
+            job_id: job(1),
+            runner: "local".into(),
+        })
+        .then_expect_events(vec![started(1, JobAction::Apply)]);
+    Given::with(())
+        .given(applying())
+        .when(ProvisioningCommand::StartJob {
+            job_id: job(1),
+            runner: "local".into(),
+        })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_start_for_another_job_is_refused() {
+    Given::with(())
+        .given(requested())
+        .when(ProvisioningCommand::StartJob {
+            job_id: job(7),
+            runner: "local".into(),
+        })
+        .then_expect_error(ProvisioningError::JobNotActive(job(7)));
+}
+
+#[test]
+fn commands_on_a_vm_never_requested_are_refused() {
+    Given::with(())
+        .given_no_previous_events()
+        .when(ProvisioningCommand::StartJob {
+            job_id: job(1),
+            runner: "local".into(),
+        })
+        .then_expect_error(ProvisioningError::NotFound);
+    Given::with(())
+        .given_no_previous_events()
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_error(ProvisioningError::NotFound);
+}
+
+#[test]
+fn log_lines_are_recorded_in_order_and_redelivered_lines_are_dropped() {
+    Given::with(())
+        .given([applying(), vec![log_event(1, "a")]].concat())
+        .when(ProvisioningCommand::RecordLogs {
+            job_id: job(1),
+            lines: vec![line(3, "c"), line(1, "a"), line(2, "b"), line(2, "b")],
+        })
+        .then_expect_events(vec![log_event(2, "b"), log_event(3, "c")]);
+}
+
+#[test]
+fn log_lines_of_a_finished_job_are_refused() {
+    Given::with(())
+        .given(provisioned())
+        .when(ProvisioningCommand::RecordLogs {
+            job_id: job(1),
+            lines: vec![line(9, "late")],
+        })
+        .then_expect_error(ProvisioningError::JobNotActive(job(1)));
+}
+
+#[test]
+fn a_successful_apply_records_the_ip_from_the_outputs() {
+    Given::with(())
+        .given(applying())
+        .when(finish(1, outcome(0, outputs_with_ip())))
+        .then_expect_events(vec![applied()]);
+}
+
+#[test]
+fn an_apply_without_a_vm_ip_output_fails() {
+    Given::with(())
+        .given(applying())
+        .when(finish(1, outcome(0, BTreeMap::new())))
+        .then_expect_events(vec![ProvisioningEvent::Failed {
+            job_id: job(1),
+            action: JobAction::Apply,
+            reason: "terraform succeeded but gave no vm_ip output".into(),
+            diagnostics: vec![],
+        }]);
+}
+
+#[test]
+fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
+    let diagnostic = Diagnostic {
+        severity: "error".into(),
+        summary: "Invalid value for variable".into(),
+        detail: "flavor_name must be one of local.small".into(),
+    };
+    let warning = Diagnostic {
+        severity: "warning".into(),
+        summary: "Deprecated".into(),
+        detail: String::new(),
+    };
+    let result = JobOutcome {
+        exit_code: 1,
+        // the exit code decides, even when outputs look like success
+        outputs: outputs_with_ip(),
+        diagnostics: vec![warning.clone(), diagnostic.clone()],
+    };
+    Given::with(())
+        .given(applying())
+        .when(finish(1, result))
+        .then_expect_events(vec![ProvisioningEvent::Failed {
+            job_id: job(1),
+            action: JobAction::Apply,
+            reason: "Invalid value for variable: flavor_name must be one of local.small".into(),
+            diagnostics: vec![warning, diagnostic],
+        }]);
+}
+
+#[test]
+fn a_failed_job_without_diagnostics_names_the_exit_code() {
+    Given::with(())
+        .given(applying())
+        .when(finish(1, outcome(2, BTreeMap::new())))
+        .then_expect_events(vec![ProvisioningEvent::Failed {
+            job_id: job(1),
+            action: JobAction::Apply,
+            reason: "terraform exited with code 2".into(),
+            diagnostics: vec![],
+        }]);
+}
+
+#[test]
+fn destroying_an_idle_vm_queues_the_destroy_job_at_once() {
+    Given::with(())
+        .given(provisioned())
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_events(vec![
+            ProvisioningEvent::DestroyRequested,
+            queued(2, JobAction::Destroy),
+        ]);
+}
+
+#[test]
+fn destroying_a_vm_with_a_running_job_waits_for_that_job() {
+    Given::with(())
+        .given(applying())
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_events(vec![ProvisioningEvent::DestroyRequested]);
+    Given::with(())
+        .given([applying(), vec![ProvisioningEvent::DestroyRequested]].concat())
+        .when(finish(1, outcome(0, outputs_with_ip())))
+        .then_expect_events(vec![applied(), queued(2, JobAction::Destroy)]);
+}
+
+#[test]
+fn a_vm_being_destroyed_cannot_be_destroyed_again() {
+    Given::with(())
+        .given([applying(), vec![ProvisioningEvent::DestroyRequested]].concat())
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_error(ProvisioningError::AlreadyDestroying(
+            VmStatus::DestroyRequested,
+        ));
+    Given::with(())
+        .given(destroying())
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_error(ProvisioningError::AlreadyDestroying(VmStatus::Destroying));
+}
+
+#[test]
+fn a_successful_destroy_job_destroys_the_vm_for_good() {
+    Given::with(())
+        .given(destroying())
+        .when(finish(2, outcome(0, BTreeMap::new())))
+        .then_expect_events(vec![ProvisioningEvent::Destroyed { job_id: job(2) }]);
+    Given::with(())
+        .given(
+            [
+                destroying(),
+                vec![ProvisioningEvent::Destroyed { job_id: job(2) }],
+            ]
+            .concat(),
+        )
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_error(ProvisioningError::AlreadyDestroying(VmStatus::Destroyed));
+}
+
+#[test]
+fn a_failed_destroy_can_be_retried() {
+    let failed = ProvisioningEvent::Failed {
+        job_id: job(2),
+        action: JobAction::Destroy,
+        reason: "boom".into(),
+        diagnostics: vec![],
+    };
+    Given::with(())
+        .given([destroying(), vec![failed]].concat())
+        .when(ProvisioningCommand::RequestDestroy)
+        .then_expect_events(vec![
+            ProvisioningEvent::DestroyRequested,
+            queued(3, JobAction::Destroy),
+        ]);
+}
+
+#[test]
+fn the_status_follows_the_jobs() {
+    let mut vm = Provisioning::default();
+    let mut statuses = vec![];
+    for event in destroying() {
+        vm.apply(event);
+        statuses.push(vm.status().as_str());
+    }
+    assert_eq!(
+        statuses,
+        [
+            "requested",
+            "requested",
+            "provisioning",
+            "provisioned",
+            "destroy_requested",
+            "destroy_requested",
+            "destroying"
+        ]
+    );
+}

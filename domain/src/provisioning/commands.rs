@@ -1,0 +1,43 @@
+//! What users and the pipeline ask of a VM.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::events::Diagnostic;
+use super::values::{JobId, VmSpec};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ProvisioningCommand {
+    /// Create the VM: records the request and queues the apply job.
+    Request { spec: VmSpec },
+    /// The runner of a job started (from the runner's `started` message).
+    StartJob { job_id: JobId, runner: String },
+    /// A batch of Terraform lines of one job, written in one transaction.
+    RecordLogs {
+        job_id: JobId,
+        lines: Vec<LogLineIn>,
+    },
+    /// The runner of a job ended (from its `result` message).
+    FinishJob { job_id: JobId, outcome: JobOutcome },
+    /// Destroy the VM, now or after the job that is active.
+    RequestDestroy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLineIn {
+    pub line: u32,
+    pub level: String,
+    pub kind: String,
+    pub message: String,
+}
+
+/// How a runner ended. The exit code decides success, never the text of a log line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    pub exit_code: i32,
+    /// Non-sensitive values of `terraform output -json`.
+    pub outputs: BTreeMap<String, serde_json::Value>,
+    /// The error diagnostics Terraform printed.
+    pub diagnostics: Vec<Diagnostic>,
+}

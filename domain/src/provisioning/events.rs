@@ -1,0 +1,104 @@
+//! What happened to a VM. Events are facts: they are never changed, only added.
+
+use std::collections::BTreeMap;
+
+use cqrs_es::DomainEvent;
+use serde::{Deserialize, Serialize};
+
+use super::values::{JobId, VmSpec};
+
+/// What a Terraform job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobAction {
+    Apply,
+    Destroy,
+}
+
+impl JobAction {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            JobAction::Apply => "apply",
+            JobAction::Destroy => "destroy",
+        }
+    }
+}
+
+/// A Terraform diagnostic, as the runner reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: String,
+    pub summary: String,
+    #[serde(default)]
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum ProvisioningEvent {
+    /// A user asked for a VM.
+    Requested { spec: VmSpec },
+    /// A Terraform job was put in the queue; the relay hands it to the dispatcher.
+    JobQueued {
+        job_id: JobId,
+        action: JobAction,
+        spec: VmSpec,
+    },
+    /// The runner of a job started.
+    JobStarted {
+        job_id: JobId,
+        action: JobAction,
+        runner: String,
+    },
+    /// One line Terraform printed, in order within its job.
+    LogLine {
+        job_id: JobId,
+        line: u32,
+        level: String,
+        kind: String,
+        message: String,
+    },
+    /// An apply job succeeded; `outputs` holds the non-sensitive Terraform outputs.
+    Applied {
+        job_id: JobId,
+        vm_ip: String,
+        outputs: BTreeMap<String, serde_json::Value>,
+    },
+    /// A job failed; `reason` is what a user needs to read first.
+    Failed {
+        job_id: JobId,
+        action: JobAction,
+        reason: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// A user asked to destroy the VM. The destroy job is queued now, or when the job
+    /// that is running ends.
+    DestroyRequested,
+    /// A destroy job succeeded: nothing of the VM is left.
+    Destroyed { job_id: JobId },
+}
+
+impl ProvisioningEvent {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProvisioningEvent::Requested { .. } => "Requested",
+            ProvisioningEvent::JobQueued { .. } => "JobQueued",
+            ProvisioningEvent::JobStarted { .. } => "JobStarted",
+            ProvisioningEvent::LogLine { .. } => "LogLine",
+            ProvisioningEvent::Applied { .. } => "Applied",
+            ProvisioningEvent::Failed { .. } => "Failed",
+            ProvisioningEvent::DestroyRequested => "DestroyRequested",
+            ProvisioningEvent::Destroyed { .. } => "Destroyed",
+        }
+    }
+}
+
+impl DomainEvent for ProvisioningEvent {
+    fn event_type(&self) -> String {
+        self.name().to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1.0".to_owned()
+    }
+}
