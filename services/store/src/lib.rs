@@ -1,1 +1,15 @@
+//! Postgres, the source of truth: the event store (postgres-es with a global commit order),
+//! the feed that follows it, the read models and the catalog.
 
+pub mod catalog;
+mod db;
+mod events;
+pub mod feed;
+pub mod views;
+
+pub use db::{connect, migrate, StoreError};
+pub use events::{
+    cqrs, execute, last_sequence, vm_events, AuditEvent, CommandError, Metadata, ProvisioningCqrs,
+};
+
+pub use sqlx::PgPool;

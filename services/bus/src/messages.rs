@@ -1,0 +1,88 @@
+//! Wire messages. Job and runner messages are internal between roles; the event envelope is
+//! public (see `nats/subjects.md`).
+
+use std::collections::BTreeMap;
+
+use domain::provisioning::{Diagnostic, JobAction, JobId, VmId, VmSpec};
+use serde::{Deserialize, Serialize};
+
+/// A committed event as published on `<prefix>.events.vm.<vm_id>.<type>`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    pub version: u32,
+    pub aggregate_type: String,
+    pub vm_id: VmId,
+    pub sequence: u64,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub recorded_at: String,
+    pub actor: Option<String>,
+    pub data: serde_json::Value,
+}
+
+/// One Terraform job for the dispatcher.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobMessage {
+    pub vm_id: VmId,
+    pub job_id: JobId,
+    pub action: JobAction,
+    pub spec: VmSpec,
+}
+
+impl JobMessage {
+    /// The `Nats-Msg-Id` of the job: the relay may publish it twice, the stream keeps one.
+    pub fn message_id(&self) -> String {
+        format!("job:{}:{}", self.vm_id, self.job_id)
+    }
+}
+
+/// What a runner says about its job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunnerReport {
+    Started {
+        runner: String,
+    },
+    Log {
+        line: u32,
+        level: String,
+        #[serde(rename = "type")]
+        kind: String,
+        message: String,
+    },
+    Result {
+        exit_code: i32,
+        outputs: BTreeMap<String, serde_json::Value>,
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl RunnerReport {
+    pub fn subject_kind(&self) -> &'static str {
+        match self {
+            RunnerReport::Started { .. } => "started",
+            RunnerReport::Log { .. } => "log",
+            RunnerReport::Result { .. } => "result",
+        }
+    }
+}
+
+/// A runner report with the job it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerMessage {
+    pub vm_id: VmId,
+    pub job_id: JobId,
+    #[serde(flatten)]
+    pub report: RunnerReport,
+}
+
+impl RunnerMessage {
+    /// Unique per report, so a runner that retries a publish is deduplicated.
+    pub fn message_id(&self) -> String {
+        let n = match &self.report {
+            RunnerReport::Log { line, .. } => *line,
+            _ => 0,
+        };
+        format!("runner:{}:{}:{}:{n}", self.vm_id, self.job_id, self.report.subject_kind())
+    }
+}

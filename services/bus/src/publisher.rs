@@ -1,0 +1,56 @@
+use std::collections::VecDeque;
+
+use async_nats::jetstream::context::{PublishAckFuture, PublishError};
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::publish::PublishAck;
+use async_nats::jetstream::Context;
+use bytes::Bytes;
+
+/// Publishes to JetStream with a bounded window of acknowledgements in flight: fast like
+/// pipelining, yet a message counts as published only once its ack arrived. Storing
+/// thousands of unawaited ack futures stalls async-nats, hence the bound.
+pub struct Publisher {
+    jetstream: Context,
+    window: usize,
+    in_flight: VecDeque<PublishAckFuture>,
+}
+
+impl Publisher {
+    pub fn new(jetstream: Context, window: usize) -> Self {
+        Self {
+            jetstream,
+            window: window.max(1),
+            in_flight: VecDeque::new(),
+        }
+    }
+
+    pub async fn publish(
+        &mut self,
+        subject: String,
+        message_id: &str,
+        payload: Bytes,
+    ) -> Result<(), PublishError> {
+        if self.in_flight.len() >= self.window {
+            self.await_oldest().await?;
+        }
+        let message = PublishMessage::build().payload(payload).message_id(message_id);
+        let ack = self.jetstream.send_publish(subject, message).await?;
+        self.in_flight.push_back(ack);
+        Ok(())
+    }
+
+    /// Waits for every acknowledgement still in flight.
+    pub async fn flush(&mut self) -> Result<(), PublishError> {
+        while !self.in_flight.is_empty() {
+            self.await_oldest().await?;
+        }
+        Ok(())
+    }
+
+    async fn await_oldest(&mut self) -> Result<Option<PublishAck>, PublishError> {
+        match self.in_flight.pop_front() {
+            Some(ack) => ack.await.map(Some),
+            None => Ok(None),
+        }
+    }
+}

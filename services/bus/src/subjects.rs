@@ -1,0 +1,78 @@
+use domain::provisioning::{JobId, ProviderId, VmId};
+
+/// The subject taxonomy of `nats/subjects.md`, under one prefix.
+#[derive(Debug, Clone)]
+pub struct Subjects {
+    prefix: String,
+}
+
+impl Subjects {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The stream name for a definition name, e.g. `PROVISIONING_EVENTS`.
+    pub fn stream(&self, name: &str) -> String {
+        format!("{}_{}", self.prefix.to_uppercase().replace(['.', '-'], "_"), name)
+    }
+
+    /// `<prefix>.events.vm.<vm_id>.<event_type>`, the event type in snake case.
+    pub fn event(&self, vm: VmId, event_type: &str) -> String {
+        format!("{}.events.vm.{vm}.{}", self.prefix, snake_case(event_type))
+    }
+
+    /// Every event of one VM.
+    pub fn events_of(&self, vm: VmId) -> String {
+        format!("{}.events.vm.{vm}.>", self.prefix)
+    }
+
+    pub fn job(&self, provider: &ProviderId) -> String {
+        format!("{}.jobs.{}", self.prefix, provider.as_str())
+    }
+
+    /// `<prefix>.runner.<vm_id>.<job>.<kind>` with kind `started`, `log` or `result`.
+    pub fn runner(&self, vm: VmId, job: JobId, kind: &str) -> String {
+        format!("{}.runner.{vm}.{job}.{kind}", self.prefix)
+    }
+
+    pub fn expand(&self, template: &str) -> String {
+        template.replace("{prefix}", &self.prefix)
+    }
+}
+
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_subjects_name_the_vm_and_the_event_type_in_snake_case() {
+        let subjects = Subjects::new("provisioning");
+        let vm: VmId = "0b6f8a4e-1111-4222-8333-444455556666".parse().unwrap();
+        assert_eq!(
+            subjects.event(vm, "DestroyRequested"),
+            "provisioning.events.vm.0b6f8a4e-1111-4222-8333-444455556666.destroy_requested"
+        );
+        assert_eq!(subjects.stream("EVENTS"), "PROVISIONING_EVENTS");
+    }
+}

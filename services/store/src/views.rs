@@ -1,0 +1,148 @@
+//! The VM read models: `vm_views` (one row per VM) and `vm_logs` (Terraform lines).
+
+use domain::provisioning::{VmId, VmView};
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A row of `vm_views`, as the API shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct VmRow {
+    pub id: Uuid,
+    pub name: String,
+    pub provider: String,
+    pub template: String,
+    pub status: String,
+    pub ip: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+    pub last_sequence: i64,
+}
+
+const COLUMNS: &str =
+    "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence";
+
+pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))
+        .bind(vm.as_uuid())
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<VmRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM vm_views ORDER BY created_at DESC, id LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The folded view of a VM, to continue folding from; locked until the transaction ends.
+pub async fn load_for_update(
+    tx: &mut Transaction<'_, Postgres>,
+    vm: VmId,
+) -> Result<Option<VmView>, sqlx::Error> {
+    let state: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT state FROM vm_views WHERE id = $1 FOR UPDATE")
+            .bind(vm.as_uuid())
+            .fetch_optional(&mut **tx)
+            .await?;
+    state
+        .map(|s| serde_json::from_value(s).map_err(|e| sqlx::Error::Decode(Box::new(e))))
+        .transpose()
+}
+
+pub async fn save(
+    tx: &mut Transaction<'_, Postgres>,
+    vm: VmId,
+    view: &VmView,
+    at: OffsetDateTime,
+) -> Result<(), sqlx::Error> {
+    let Some(spec) = &view.spec else {
+        return Ok(()); // no Requested event yet: nothing to show
+    };
+    let state = serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query(
+        "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
+                               created_at, updated_at, last_sequence, state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
+         ON CONFLICT (id) DO UPDATE
+         SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
+             updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
+             state = excluded.state",
+    )
+    .bind(vm.as_uuid())
+    .bind(spec.name.as_str())
+    .bind(spec.provider.as_str())
+    .bind(spec.template.as_str())
+    .bind(view.lifecycle.status.as_str())
+    .bind(&view.lifecycle.ip)
+    .bind(&view.lifecycle.last_error)
+    .bind(at)
+    .bind(view.last_sequence as i64)
+    .bind(state)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// One Terraform line of a job.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct LogRow {
+    pub job_id: i32,
+    pub line: i32,
+    pub level: String,
+    pub kind: String,
+    pub message: String,
+    pub recorded_at: OffsetDateTime,
+}
+
+pub struct NewLog<'a> {
+    pub vm: VmId,
+    pub job_id: u32,
+    pub line: u32,
+    pub level: &'a str,
+    pub kind: &'a str,
+    pub message: &'a str,
+    pub at: OffsetDateTime,
+}
+
+pub async fn insert_log(
+    tx: &mut Transaction<'_, Postgres>,
+    log: NewLog<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO vm_logs (vm_id, job_id, line, level, kind, message, recorded_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+    )
+    .bind(log.vm.as_uuid())
+    .bind(log.job_id as i32)
+    .bind(log.line as i32)
+    .bind(log.level)
+    .bind(log.kind)
+    .bind(log.message)
+    .bind(log.at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn logs(pool: &PgPool, vm: VmId, limit: i64) -> Result<Vec<LogRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT job_id, line, level, kind, message, recorded_at FROM vm_logs
+         WHERE vm_id = $1 ORDER BY job_id, line LIMIT $2",
+    )
+    .bind(vm.as_uuid())
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// Empties the read models, to rebuild them from the events table.
+pub async fn reset(tx: &mut Transaction<'_, Postgres>) -> Result<(), sqlx::Error> {
+    sqlx::query("TRUNCATE vm_views, vm_logs").execute(&mut **tx).await?;
+    Ok(())
+}
