@@ -2,6 +2,9 @@
 //! `nats/jetstream.toml`), what (wire messages), and how to publish many messages quickly
 //! without losing track of their acknowledgements.
 
+pub use async_nats;
+pub use bytes::Bytes;
+
 mod definitions;
 mod messages;
 mod publisher;

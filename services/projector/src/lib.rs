@@ -1,1 +1,123 @@
+//! The projector: folds committed events, in commit order, into the read models
+//! (`vm_views`, `vm_logs`). Each batch and its checkpoint commit in one transaction, so
+//! every event is folded exactly once; `rebuild` replays the whole events table.
 
+use std::collections::HashMap;
+use std::time::Duration;
+
+use domain::provisioning::{ProvisioningEvent, VmId, VmView};
+use store::feed::{self, FeedEvent, Lease, Wakeup};
+use store::views::{self, NewLog};
+use store::{sqlx, PgPool};
+use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
+
+const CHECKPOINT: &str = "projector";
+const BATCH: i64 = 1000;
+
+/// Runs the projector until cancelled. Only the replica holding the lease folds.
+pub async fn run(pool: PgPool, cancel: CancellationToken) {
+    let _lease = loop {
+        match Lease::try_acquire(&pool, CHECKPOINT).await {
+            Ok(Some(lease)) => break lease,
+            Ok(None) => tracing::debug!("another replica holds the projector lease"),
+            Err(e) => tracing::warn!(error = %e, "could not ask for the projector lease"),
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    };
+    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
+    while !cancel.is_cancelled() {
+        match pass(&pool).await {
+            Ok(0) => {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = wakeup.wait() => {}
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "projector pass failed; retrying");
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Folds the next batch of events; returns how many.
+#[tracing::instrument(skip_all, err)]
+pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
+    let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
+    let events = feed::read_after(pool, cursor, BATCH).await?;
+    let Some(last) = events.last().map(|e| e.cursor) else {
+        return Ok(0);
+    };
+    let mut tx = pool.begin().await?;
+    let mut touched: HashMap<VmId, (VmView, OffsetDateTime)> = HashMap::new();
+    for event in &events {
+        if !touched.contains_key(&event.vm_id) {
+            let view = views::load_for_update(&mut tx, event.vm_id)
+                .await?
+                .unwrap_or_default();
+            touched.insert(event.vm_id, (view, event.recorded_at));
+        }
+        let (view, at) = touched.get_mut(&event.vm_id).expect("inserted above");
+        if view.update(event.sequence, &event.event) {
+            *at = event.recorded_at;
+            fold_log(&mut tx, event).await?;
+        }
+    }
+    for (vm, (view, at)) in &touched {
+        views::save(&mut tx, *vm, view, *at).await?;
+    }
+    feed::save_checkpoint(&mut *tx, CHECKPOINT, last).await?;
+    tx.commit().await?;
+    Ok(events.len())
+}
+
+async fn fold_log(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    event: &FeedEvent,
+) -> Result<(), sqlx::Error> {
+    if let ProvisioningEvent::LogLine {
+        job_id,
+        line,
+        level,
+        kind,
+        message,
+    } = &event.event
+    {
+        let log = NewLog {
+            vm: event.vm_id,
+            job_id: job_id.get(),
+            line: *line,
+            level,
+            kind,
+            message,
+            at: event.recorded_at,
+        };
+        views::insert_log(tx, log).await?;
+    }
+    Ok(())
+}
+
+/// Empties the read models and folds the whole events table again.
+#[tracing::instrument(skip_all, err)]
+pub async fn rebuild(pool: &PgPool) -> Result<usize, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    views::reset(&mut tx).await?;
+    feed::save_checkpoint(&mut *tx, CHECKPOINT, feed::Cursor::default()).await?;
+    tx.commit().await?;
+    let mut total = 0;
+    loop {
+        match pass(pool).await? {
+            0 => return Ok(total),
+            n => total += n,
+        }
+    }
+}

@@ -1,1 +1,131 @@
+//! The relay: the outbox of the event store. It follows the events table in commit order
+//! and publishes each event to `<prefix>.events.vm.<vm>.<type>`, and each queued job to
+//! `<prefix>.jobs.<provider>`, then moves its checkpoint. A crash between commit and
+//! publish delays events, never loses them; one between publish and checkpoint publishes
+//! again, and the streams drop the copies by `Nats-Msg-Id`.
 
+use std::time::Duration;
+
+use bus::async_nats::jetstream::context::PublishError;
+use bus::{Bus, EventEnvelope, JobMessage, Publisher};
+use domain::provisioning::ProvisioningEvent;
+use store::feed::{self, Cursor, FeedEvent, Lease, Wakeup};
+use store::{sqlx, PgPool};
+use tokio_util::sync::CancellationToken;
+
+const CHECKPOINT: &str = "relay";
+const BATCH: i64 = 500;
+const ACK_WINDOW: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("could not publish to JetStream: {0}")]
+    Publish(#[from] PublishError),
+}
+
+/// Runs the relay until cancelled. Only the replica holding the lease publishes.
+pub async fn run(pool: PgPool, bus: Bus, cancel: CancellationToken) {
+    let _lease = loop {
+        match Lease::try_acquire(&pool, CHECKPOINT).await {
+            Ok(Some(lease)) => break lease,
+            Ok(None) => tracing::debug!("another replica holds the relay lease"),
+            Err(e) => tracing::warn!(error = %e, "could not ask for the relay lease"),
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    };
+    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
+    while !cancel.is_cancelled() {
+        match pass(&pool, &bus).await {
+            Ok(0) => {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = wakeup.wait() => {}
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "relay pass failed; retrying");
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Publishes the next batch of events after the checkpoint and moves the checkpoint.
+/// Returns how many events it published.
+#[tracing::instrument(skip_all, err)]
+pub async fn pass(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
+    let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
+    let events = feed::read_after(pool, cursor, BATCH).await?;
+    let Some(last) = events.last().map(|e| e.cursor) else {
+        return Ok(0);
+    };
+    publish(bus, &events).await?;
+    feed::save_checkpoint(pool, CHECKPOINT, last).await?;
+    Ok(events.len())
+}
+
+/// Publishes events and waits for every acknowledgement; does not move the checkpoint.
+pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> {
+    let mut publisher = Publisher::new(bus.jetstream.clone(), ACK_WINDOW);
+    for event in events {
+        let envelope = EventEnvelope {
+            version: 1,
+            aggregate_type: "Provisioning".to_owned(),
+            vm_id: event.vm_id,
+            sequence: event.sequence,
+            event_type: event.event_type.clone(),
+            recorded_at: rfc3339(event.recorded_at),
+            actor: event.actor(),
+            data: event.payload.get("data").cloned().unwrap_or_default(),
+        };
+        let message_id = format!("Provisioning:{}:{}", event.vm_id, event.sequence);
+        publisher
+            .publish(
+                bus.subjects.event(event.vm_id, &event.event_type),
+                &message_id,
+                to_bytes(&envelope),
+            )
+            .await?;
+        if let ProvisioningEvent::JobQueued {
+            job_id,
+            action,
+            spec,
+        } = &event.event
+        {
+            let job = JobMessage {
+                vm_id: event.vm_id,
+                job_id: *job_id,
+                action: *action,
+                spec: spec.clone(),
+            };
+            publisher
+                .publish(bus.subjects.job(&spec.provider), &job.message_id(), to_bytes(&job))
+                .await?;
+        }
+    }
+    publisher.flush().await?;
+    Ok(())
+}
+
+/// The cursor the relay has published up to.
+pub async fn checkpoint(pool: &PgPool) -> Result<Cursor, sqlx::Error> {
+    feed::load_checkpoint(pool, CHECKPOINT).await
+}
+
+fn to_bytes<T: serde::Serialize>(value: &T) -> bus::Bytes {
+    serde_json::to_vec(value).unwrap_or_default().into()
+}
+
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -12,4 +12,4 @@ pub use events::{
     cqrs, execute, last_sequence, vm_events, AuditEvent, CommandError, Metadata, ProvisioningCqrs,
 };
 
-pub use sqlx::PgPool;
+pub use sqlx::{self, PgPool};

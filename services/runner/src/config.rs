@@ -1,0 +1,74 @@
+use std::path::PathBuf;
+
+use domain::provisioning::{JobAction, JobId, VmId};
+use secrecy::SecretString;
+
+/// What a runner is told, through its environment (as a Kubernetes Job would be).
+#[derive(Debug)]
+pub struct RunnerConfig {
+    pub nats_url: String,
+    pub prefix: String,
+    pub vm_id: VmId,
+    pub job_id: JobId,
+    pub action: JobAction,
+    /// The prepared Terraform working directory.
+    pub workdir: PathBuf,
+    pub terraform_bin: PathBuf,
+    /// `conn_str` of Terraform's `pg` backend, without a password.
+    pub backend_conn_str: String,
+    /// Given to Terraform as `PGPASSWORD`, so it appears in no argument list.
+    pub backend_password: Option<SecretString>,
+    pub runner_name: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: {reason}")]
+pub struct ConfigError {
+    name: &'static str,
+    reason: &'static str,
+}
+
+impl RunnerConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let var = |name: &'static str| {
+            std::env::var(name).map_err(|_| ConfigError {
+                name,
+                reason: "must be set",
+            })
+        };
+        let invalid = |name, reason| ConfigError { name, reason };
+        let action = match var("RUNNER_ACTION")?.as_str() {
+            "apply" => JobAction::Apply,
+            "destroy" => JobAction::Destroy,
+            _ => return Err(invalid("RUNNER_ACTION", "must be apply or destroy")),
+        };
+        Ok(Self {
+            nats_url: var("NATS_URL")?,
+            prefix: var("PROVISIONING_NATS_PREFIX").unwrap_or_else(|_| "provisioning".into()),
+            vm_id: var("RUNNER_VM_ID")?
+                .parse()
+                .map_err(|_| invalid("RUNNER_VM_ID", "must be a UUID"))?,
+            job_id: JobId::new(
+                var("RUNNER_JOB_ID")?
+                    .parse()
+                    .map_err(|_| invalid("RUNNER_JOB_ID", "must be a number"))?,
+            ),
+            action,
+            workdir: var("RUNNER_WORKDIR")?.into(),
+            terraform_bin: var("TERRAFORM_BIN")
+                .unwrap_or_else(|_| "terraform".into())
+                .into(),
+            backend_conn_str: var("RUNNER_BACKEND_CONN_STR")?,
+            backend_password: std::env::var("RUNNER_BACKEND_PASSWORD")
+                .ok()
+                .map(SecretString::from),
+            runner_name: std::env::var("RUNNER_NAME")
+                .unwrap_or_else(|_| format!("local:{}", std::process::id())),
+        })
+    }
+
+    /// The Terraform workspace of the VM: its state lives in Postgres under this name.
+    pub fn workspace(&self) -> String {
+        format!("vm-{}", self.vm_id)
+    }
+}

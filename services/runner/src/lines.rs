@@ -1,0 +1,105 @@
+//! Turns what Terraform prints into log lines.
+
+use domain::provisioning::Diagnostic;
+
+/// The longest message kept from one line; NATS messages have a size limit.
+const MAX_MESSAGE: usize = 16 * 1024;
+
+#[derive(Debug, PartialEq)]
+pub struct ParsedLine {
+    pub level: String,
+    /// The `type` of a `-json` message, `plain` for other stdout lines, `stderr` for stderr.
+    pub kind: String,
+    pub message: String,
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// Parses one line. `-json` lines give their `@level`, `type` and `@message`; anything else
+/// (init output, stderr, state lock notices) is kept as it is.
+pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
+    let json = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .filter(|v| v.get("@message").is_some());
+    let Some(json) = json else {
+        let level = if from_stderr || text.starts_with("Error: ") {
+            "error"
+        } else {
+            "info"
+        };
+        return ParsedLine {
+            level: level.to_owned(),
+            kind: if from_stderr { "stderr" } else { "plain" }.to_owned(),
+            message: truncate(text.trim_end()),
+            diagnostic: None,
+        };
+    };
+    let field = |name: &str| json.get(name).and_then(|v| v.as_str()).unwrap_or_default();
+    let diagnostic = json.get("diagnostic").map(|d| {
+        let text = |name: &str| d.get(name).and_then(|v| v.as_str()).unwrap_or_default();
+        Diagnostic {
+            severity: text("severity").to_owned(),
+            summary: text("summary").to_owned(),
+            detail: text("detail").to_owned(),
+        }
+    });
+    ParsedLine {
+        level: field("@level").to_owned(),
+        kind: field("type").to_owned(),
+        message: truncate(field("@message")),
+        diagnostic,
+    }
+}
+
+fn truncate(text: &str) -> String {
+    if text.len() <= MAX_MESSAGE {
+        return text.to_owned();
+    }
+    let mut end = MAX_MESSAGE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_give_their_level_type_and_message() {
+        let line = r#"{"@level":"info","@message":"Apply complete! Resources: 0 added, 0 changed, 0 destroyed.","@module":"terraform.ui","type":"change_summary","changes":{"add":0,"change":0,"remove":0,"operation":"apply"}}"#;
+        let parsed = parse_line(line, false);
+        assert_eq!(parsed.level, "info");
+        assert_eq!(parsed.kind, "change_summary");
+        assert!(parsed.message.starts_with("Apply complete!"));
+        assert_eq!(parsed.diagnostic, None);
+    }
+
+    #[test]
+    fn diagnostics_are_kept_with_their_severity_summary_and_detail() {
+        let line = r#"{"@level":"error","@message":"Error: Invalid value for variable","type":"diagnostic","diagnostic":{"severity":"error","summary":"Invalid value for variable","detail":"The flavor_name must be one of local.small."}}"#;
+        let parsed = parse_line(line, false);
+        assert_eq!(parsed.level, "error");
+        let d = parsed.diagnostic.unwrap();
+        assert_eq!(d.severity, "error");
+        assert_eq!(d.summary, "Invalid value for variable");
+        assert_eq!(d.detail, "The flavor_name must be one of local.small.");
+    }
+
+    #[test]
+    fn other_lines_are_kept_as_plain_messages() {
+        let parsed = parse_line("Initializing the backend...\n", false);
+        assert_eq!(
+            (parsed.level.as_str(), parsed.kind.as_str(), parsed.message.as_str()),
+            ("info", "plain", "Initializing the backend...")
+        );
+        assert_eq!(parse_line("{\"not\":\"terraform\"}", true).kind, "stderr");
+        assert_eq!(parse_line("Error: Failed to get existing workspaces", false).level, "error");
+    }
+
+    #[test]
+    fn very_long_messages_are_cut() {
+        let parsed = parse_line(&"é".repeat(20_000), false);
+        assert!(parsed.message.len() <= MAX_MESSAGE + '…'.len_utf8());
+    }
+}

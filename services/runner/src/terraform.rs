@@ -1,0 +1,140 @@
+//! The Terraform commands of a job.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use domain::provisioning::{Diagnostic, JobAction};
+use secrecy::ExposeSecret;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+
+use crate::lines::parse_line;
+use crate::{Reporter, RunnerConfig, RunnerError};
+
+fn terraform(config: &RunnerConfig) -> Command {
+    let mut cmd = Command::new(&config.terraform_bin);
+    cmd.current_dir(&config.workdir)
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .env_remove("RUNNER_BACKEND_PASSWORD")
+        .stdin(Stdio::null());
+    if let Some(password) = &config.backend_password {
+        cmd.env("PGPASSWORD", password.expose_secret());
+    }
+    cmd
+}
+
+/// `terraform init` with the `pg` backend. Runs without `TF_WORKSPACE`: init fails when it
+/// names a workspace that does not exist yet.
+pub async fn init(
+    config: &RunnerConfig,
+    out: &mut Reporter<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<i32, RunnerError> {
+    let mut cmd = terraform(config);
+    cmd.env_remove("TF_WORKSPACE")
+        .args(["init", "-input=false", "-no-color"])
+        .arg(format!("-backend-config=conn_str={}", config.backend_conn_str));
+    stream(cmd, out, diagnostics).await
+}
+
+/// `apply` or `destroy` in the VM's workspace, which the `pg` backend creates on first use.
+pub async fn run_action(
+    config: &RunnerConfig,
+    out: &mut Reporter<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<i32, RunnerError> {
+    let mut cmd = terraform(config);
+    let action = match config.action {
+        JobAction::Apply => "apply",
+        JobAction::Destroy => "destroy",
+    };
+    cmd.env("TF_WORKSPACE", config.workspace())
+        .args([action, "-auto-approve", "-json", "-input=false"]);
+    stream(cmd, out, diagnostics).await
+}
+
+/// The non-sensitive outputs of the workspace. Its text is never published: sensitive
+/// values are in it.
+pub async fn outputs(config: &RunnerConfig) -> BTreeMap<String, serde_json::Value> {
+    let mut cmd = terraform(config);
+    cmd.env("TF_WORKSPACE", config.workspace())
+        .args(["output", "-json"])
+        .stderr(Stdio::null());
+    let Ok(output) = cmd.output().await else {
+        return BTreeMap::new();
+    };
+    let all: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(&output.stdout).unwrap_or_default();
+    all.into_iter()
+        .filter(|(_, o)| !o.get("sensitive").and_then(|s| s.as_bool()).unwrap_or(false))
+        .filter_map(|(name, o)| o.get("value").cloned().map(|v| (name, v)))
+        .collect()
+}
+
+/// Runs a command, publishing each stdout and stderr line as it comes; returns the exit code.
+async fn stream(
+    mut cmd: Command,
+    out: &mut Reporter<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<i32, RunnerError> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let message = format!("could not start terraform: {e}");
+            diagnostics.push(Diagnostic {
+                severity: "error".into(),
+                summary: message.clone(),
+                detail: String::new(),
+            });
+            out.log("error".into(), "runner".into(), message).await?;
+            return Ok(127);
+        }
+    };
+    let (tx, mut rx) = mpsc::channel::<(String, bool)>(256);
+    let stdout = child.stdout.take().map(|s| read_lines(s, false, tx.clone()));
+    let stderr = child.stderr.take().map(|s| read_lines(s, true, tx));
+    let mut plain_errors = vec![];
+    while let Some((text, from_stderr)) = rx.recv().await {
+        let parsed = parse_line(&text, from_stderr);
+        match parsed.diagnostic.clone() {
+            Some(d) => diagnostics.push(d),
+            None if parsed.message.starts_with("Error: ") => plain_errors.push(parsed.message.clone()),
+            None => {}
+        }
+        out.log(parsed.level, parsed.kind, parsed.message).await?;
+    }
+    for task in [stdout, stderr].into_iter().flatten() {
+        let _ = task.await;
+    }
+    let code = child.wait().await.map(|s| s.code().unwrap_or(-1)).unwrap_or(-1);
+    if code != 0 && !diagnostics.iter().any(|d| d.severity == "error") {
+        // Plain-text commands (init) print their errors as `Error: summary`.
+        diagnostics.extend(plain_errors.into_iter().map(|m| Diagnostic {
+            severity: "error".into(),
+            summary: m.trim_start_matches("Error: ").to_owned(),
+            detail: String::new(),
+        }));
+    }
+    Ok(code)
+}
+
+fn read_lines(
+    pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    from_stderr: bool,
+    tx: mpsc::Sender<(String, bool)>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(pipe).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if tx.send((line, from_stderr)).await.is_err() {
+                break;
+            }
+        }
+    })
+}
