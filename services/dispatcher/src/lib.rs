@@ -1,1 +1,154 @@
+//! The dispatcher: a durable JetStream consumer of queued jobs. For each job it prepares
+//! the Terraform working directory, starts the runner through an [`Executor`], and acks
+//! the job only once the runner is started. A job whose runner cannot be started is
+//! reported as failed, so the VM does not wait for ever.
 
+mod executor;
+mod workdir;
+
+pub use executor::{Executor, ExecutorError, Launch, LocalExecutor};
+pub use workdir::{prepare, WorkdirError};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bus::async_nats::jetstream::Message;
+use bus::{Bus, JobMessage, Publisher, RunnerMessage, RunnerReport};
+use domain::provisioning::Diagnostic;
+use futures::StreamExt;
+use secrecy::SecretString;
+use store::PgPool;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone)]
+pub struct DispatcherConfig {
+    /// Where the provider folders are: `<hcl_dir>/<provider>/`.
+    pub hcl_dir: PathBuf,
+    /// Where job working directories are made: `<work_dir>/<vm_id>/job-<n>/`.
+    pub work_dir: PathBuf,
+    pub nats_url: String,
+    /// `conn_str` of Terraform's `pg` backend, without a password.
+    pub backend_conn_str: String,
+    pub backend_password: Option<SecretString>,
+    pub terraform_bin: PathBuf,
+}
+
+pub struct Dispatcher {
+    pub config: DispatcherConfig,
+    pub pool: PgPool,
+    pub bus: Bus,
+    pub executor: Arc<dyn Executor>,
+}
+
+impl Dispatcher {
+    /// Consumes jobs until cancelled.
+    pub async fn run(self, cancel: CancellationToken) {
+        while !cancel.is_cancelled() {
+            if let Err(e) = self.consume(&cancel).await {
+                tracing::error!(error = %e, "dispatcher consumer failed; reconnecting");
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+
+    async fn consume(&self, cancel: &CancellationToken) -> Result<(), bus::async_nats::Error> {
+        let consumer = bus::consumer(&self.bus, "JOBS", "dispatcher").await?;
+        let mut messages = consumer.messages().await?;
+        loop {
+            let message = tokio::select! {
+                _ = cancel.cancelled() => return Ok(()),
+                m = messages.next() => m,
+            };
+            let Some(message) = message else { return Ok(()) };
+            self.dispatch(message?).await?;
+        }
+    }
+
+    #[tracing::instrument(skip_all, err)]
+    async fn dispatch(&self, message: Message) -> Result<(), bus::async_nats::Error> {
+        let job: JobMessage = match serde_json::from_slice(&message.payload) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::error!(error = %e, subject = %message.subject, "dropping a job message that does not parse");
+                return message.ack().await;
+            }
+        };
+        let span = tracing::info_span!("job", vm_id = %job.vm_id, job_id = %job.job_id);
+        let _guard = span.enter();
+        if store::job_started(&self.pool, job.vm_id, job.job_id).await? {
+            tracing::info!("job already started; dropping the redelivered message");
+            return message.ack().await;
+        }
+        if let Err(reason) = self.start(&job).await {
+            tracing::error!(%reason, "could not start the runner");
+            self.report_failure(&job, reason).await?;
+        }
+        message.ack().await
+    }
+
+    async fn start(&self, job: &JobMessage) -> Result<String, String> {
+        let workdir = prepare(&self.config, job).map_err(|e| e.to_string())?;
+        let launch = Launch {
+            vm_id: job.vm_id,
+            job_id: job.job_id,
+            action: job.action,
+            env: vec![
+                ("NATS_URL".into(), self.config.nats_url.clone()),
+                (
+                    "PROVISIONING_NATS_PREFIX".into(),
+                    self.bus.subjects.prefix().to_owned(),
+                ),
+                ("RUNNER_VM_ID".into(), job.vm_id.to_string()),
+                ("RUNNER_JOB_ID".into(), job.job_id.to_string()),
+                ("RUNNER_ACTION".into(), job.action.as_str().into()),
+                ("RUNNER_WORKDIR".into(), workdir.display().to_string()),
+                (
+                    "TERRAFORM_BIN".into(),
+                    self.config.terraform_bin.display().to_string(),
+                ),
+                (
+                    "RUNNER_BACKEND_CONN_STR".into(),
+                    self.config.backend_conn_str.clone(),
+                ),
+            ],
+            secret_env: self
+                .config
+                .backend_password
+                .iter()
+                .map(|p| ("RUNNER_BACKEND_PASSWORD".to_owned(), p.clone()))
+                .collect(),
+        };
+        self.executor
+            .start(launch)
+            .await
+            .map_err(|e| format!("could not start the runner: {e}"))
+    }
+
+    /// Reports a job that never ran as failed, the way its runner would have.
+    async fn report_failure(&self, job: &JobMessage, reason: String) -> Result<(), bus::async_nats::Error> {
+        let message = RunnerMessage {
+            vm_id: job.vm_id,
+            job_id: job.job_id,
+            report: RunnerReport::Result {
+                exit_code: -1,
+                outputs: Default::default(),
+                diagnostics: vec![Diagnostic {
+                    severity: "error".into(),
+                    summary: reason,
+                    detail: String::new(),
+                }],
+            },
+        };
+        let mut publisher = Publisher::new(self.bus.jetstream.clone(), 1);
+        let subject = self.bus.subjects.runner(job.vm_id, job.job_id, "result");
+        publisher
+            .publish(subject, &message.message_id(), serde_json::to_vec(&message)?.into())
+            .await?;
+        publisher.flush().await?;
+        Ok(())
+    }
+}

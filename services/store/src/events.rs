@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cqrs_es::persist::PersistedEventStore;
 use cqrs_es::{AggregateError, CqrsFramework};
-use domain::provisioning::{Provisioning, ProvisioningCommand, ProvisioningError, VmId};
+use domain::provisioning::{JobId, Provisioning, ProvisioningCommand, ProvisioningError, VmId};
 use postgres_es::PostgresEventRepository;
 use serde::Serialize;
 use sqlx::PgPool;
@@ -137,4 +137,17 @@ pub async fn vm_events(
             },
         })
         .collect())
+}
+
+/// Whether the runner of a job reported its start already.
+pub async fn job_started(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events
+          WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
+            AND event_type = 'JobStarted' AND (payload::jsonb->'data'->>'job_id')::bigint = $2)",
+    )
+    .bind(vm.to_string())
+    .bind(i64::from(job.get()))
+    .fetch_one(pool)
+    .await
 }

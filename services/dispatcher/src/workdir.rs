@@ -1,0 +1,153 @@
+//! The working directory of a job: the provider's Terraform files, the `pg` backend and
+//! the job's variables. No credential is written here.
+
+use std::path::{Path, PathBuf};
+
+use bus::JobMessage;
+use serde_json::json;
+
+use crate::DispatcherConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkdirError {
+    #[error("provider {provider:?} has no Terraform folder at {path}")]
+    UnknownProvider { provider: String, path: PathBuf },
+    #[error("could not prepare {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The backend block every job gets: state in Postgres, one workspace per VM (selected by
+/// the runner with `TF_WORKSPACE`).
+const BACKEND: &str = r#"# Written by the dispatcher: Terraform state lives in Postgres, one workspace per VM.
+terraform {
+  backend "pg" {}
+}
+"#;
+
+/// Makes `<work_dir>/<vm_id>/job-<n>/` afresh and returns it.
+pub fn prepare(config: &DispatcherConfig, job: &JobMessage) -> Result<PathBuf, WorkdirError> {
+    let source = config.hcl_dir.join(job.spec.provider.as_str());
+    if !source.is_dir() {
+        return Err(WorkdirError::UnknownProvider {
+            provider: job.spec.provider.as_str().to_owned(),
+            path: source,
+        });
+    }
+    let dir = config
+        .work_dir
+        .join(job.vm_id.to_string())
+        .join(format!("job-{}", job.job_id));
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| WorkdirError::Io { path, source }
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+    }
+    copy_dir(&source, &dir)?;
+    std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
+    let tfvars = dir.join("terraform.tfvars.json");
+    let vars = variables(job);
+    std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars).unwrap_or_default())
+        .map_err(io(&tfvars))?;
+    Ok(dir)
+}
+
+/// The common variables every provider declares.
+pub fn variables(job: &JobMessage) -> serde_json::Value {
+    let spec = &job.spec;
+    json!({
+        "vm_id": job.vm_id.to_string(),
+        "vm_name": spec.name.as_str(),
+        "public_key": spec.ssh_public_key.as_str(),
+        "image_name": spec.image_name,
+        "flavor_name": spec.flavor_name,
+        "allow_ssh_from_v4": spec.allow_ssh_from.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        "duration_hours": spec.duration_hours.get(),
+    })
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), WorkdirError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| WorkdirError::Io { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for entry in std::fs::read_dir(from).map_err(io(from))? {
+        let entry = entry.map_err(io(from))?;
+        let name = entry.file_name();
+        // Local Terraform leftovers of a developer's own runs are not part of the provider.
+        if name == ".terraform" || name.to_string_lossy().starts_with("terraform.tfstate") {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name))?;
+        } else {
+            std::fs::copy(&path, to.join(&name)).map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::provisioning::*;
+
+    fn job(provider: &str) -> JobMessage {
+        JobMessage {
+            vm_id: VmId::new(),
+            job_id: JobId::FIRST,
+            action: JobAction::Apply,
+            spec: VmSpec {
+                name: VmName::parse("web").unwrap(),
+                provider: ProviderId::parse(provider).unwrap(),
+                template: TemplateId::parse("small").unwrap(),
+                image_name: "debian-12".into(),
+                flavor_name: "local.small".into(),
+                ssh_public_key: SshPublicKey::parse("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ t@e").unwrap(),
+                allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+                duration_hours: DurationHours::parse(4).unwrap(),
+            },
+        }
+    }
+
+    fn config(work: &Path) -> DispatcherConfig {
+        DispatcherConfig {
+            hcl_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hcl"),
+            work_dir: work.to_owned(),
+            nats_url: String::new(),
+            backend_conn_str: String::new(),
+            backend_password: Some("hunter2-secret".to_owned().into()),
+            terraform_bin: "terraform".into(),
+        }
+    }
+
+    #[test]
+    fn the_working_directory_holds_the_provider_files_the_backend_and_the_variables() {
+        let work = tempfile::tempdir().unwrap();
+        let job = job("local");
+        let dir = prepare(&config(work.path()), &job).unwrap();
+        assert!(dir.ends_with(format!("{}/job-1", job.vm_id)));
+        assert!(dir.join("variables.tf").is_file());
+        assert!(std::fs::read_to_string(dir.join("backend.tf")).unwrap().contains("backend \"pg\""));
+        let vars: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap()).unwrap();
+        assert_eq!(vars["vm_id"], job.vm_id.to_string());
+        assert_eq!(vars["allow_ssh_from_v4"], json!(["192.0.2.0/24"]));
+        assert_eq!(vars["flavor_name"], "local.small");
+        let all = std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default()).collect::<String>();
+        assert!(!all.contains("hunter2-secret"), "no credential is written to the working directory");
+    }
+
+    #[test]
+    fn a_provider_without_a_folder_is_refused_by_name() {
+        let work = tempfile::tempdir().unwrap();
+        let err = prepare(&config(work.path()), &job("nowhere")).unwrap_err();
+        assert!(err.to_string().contains("\"nowhere\""), "{err}");
+    }
+}
