@@ -1,1 +1,45 @@
+//! The REST API under `/api/v1` and its Server-Sent Events streams. `app(state)` builds the
+//! whole router, so tests can run it in process.
 
+mod auth;
+mod error;
+mod openapi;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use secrecy::SecretString;
+
+pub use error::ApiError;
+pub use openapi::ApiDoc;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: store::PgPool,
+    pub cqrs: Arc<store::ProvisioningCqrs>,
+    pub bus: bus::Bus,
+    pub admin_token: Arc<SecretString>,
+}
+
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .merge(routes::vms::router())
+        .merge(routes::providers::router())
+        .merge(openapi::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_admin,
+        ));
+    Router::new()
+        .nest("/api/v1", api)
+        .merge(routes::health::router())
+        .fallback(|| async { ApiError::NotFound("no such route".into()) })
+        .with_state(state)
+}
+
+/// The OpenAPI document, as served at `/api/v1/openapi.json`.
+pub fn openapi_json() -> String {
+    use utoipa::OpenApi;
+    ApiDoc::openapi().to_pretty_json().unwrap_or_default()
+}

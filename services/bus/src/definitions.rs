@@ -67,7 +67,11 @@ pub async fn setup(bus: &Bus) -> Result<(), SetupError> {
         };
         let config = stream::Config {
             name: name.clone(),
-            subjects: def.subjects.iter().map(|s| bus.subjects.expand(s)).collect(),
+            subjects: def
+                .subjects
+                .iter()
+                .map(|s| bus.subjects.expand(s))
+                .collect(),
             retention,
             storage: StorageType::File,
             max_age: Duration::from_secs(def.max_age_secs),
@@ -107,6 +111,9 @@ pub async fn consumer(
     stream: &str,
     name: &str,
 ) -> Result<async_nats::jetstream::consumer::PullConsumer, async_nats::Error> {
-    let stream = bus.jetstream.get_stream(bus.subjects.stream(stream)).await?;
+    let stream = bus
+        .jetstream
+        .get_stream(bus.subjects.stream(stream))
+        .await?;
     Ok(stream.get_consumer(name).await?)
 }

@@ -83,6 +83,11 @@ impl RunnerMessage {
             RunnerReport::Log { line, .. } => *line,
             _ => 0,
         };
-        format!("runner:{}:{}:{}:{n}", self.vm_id, self.job_id, self.report.subject_kind())
+        format!(
+            "runner:{}:{}:{}:{n}",
+            self.vm_id,
+            self.job_id,
+            self.report.subject_kind()
+        )
     }
 }

@@ -33,7 +33,9 @@ impl Publisher {
         if self.in_flight.len() >= self.window {
             self.await_oldest().await?;
         }
-        let message = PublishMessage::build().payload(payload).message_id(message_id);
+        let message = PublishMessage::build()
+            .payload(payload)
+            .message_id(message_id);
         let ack = self.jetstream.send_publish(subject, message).await?;
         self.in_flight.push_back(ack);
         Ok(())

@@ -19,7 +19,11 @@ impl Subjects {
 
     /// The stream name for a definition name, e.g. `PROVISIONING_EVENTS`.
     pub fn stream(&self, name: &str) -> String {
-        format!("{}_{}", self.prefix.to_uppercase().replace(['.', '-'], "_"), name)
+        format!(
+            "{}_{}",
+            self.prefix.to_uppercase().replace(['.', '-'], "_"),
+            name
+        )
     }
 
     /// `<prefix>.events.vm.<vm_id>.<event_type>`, the event type in snake case.

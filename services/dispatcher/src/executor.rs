@@ -44,9 +44,9 @@ impl Executor for LocalExecutor {
         for (name, value) in &launch.secret_env {
             cmd.env(name, value.expose_secret());
         }
-        let mut child = cmd.spawn().map_err(|e| {
-            ExecutorError(format!("{}: {e}", self.runner_bin.display()))
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ExecutorError(format!("{}: {e}", self.runner_bin.display())))?;
         let pid = child.id().unwrap_or_default();
         let name = format!("local:{pid}");
         tracing::info!(pid, action = launch.action.as_str(), "runner started");

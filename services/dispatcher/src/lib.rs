@@ -63,7 +63,9 @@ impl Dispatcher {
                 _ = cancel.cancelled() => return Ok(()),
                 m = messages.next() => m,
             };
-            let Some(message) = message else { return Ok(()) };
+            let Some(message) = message else {
+                return Ok(());
+            };
             self.dispatch(message?).await?;
         }
     }
@@ -129,7 +131,11 @@ impl Dispatcher {
     }
 
     /// Reports a job that never ran as failed, the way its runner would have.
-    async fn report_failure(&self, job: &JobMessage, reason: String) -> Result<(), bus::async_nats::Error> {
+    async fn report_failure(
+        &self,
+        job: &JobMessage,
+        reason: String,
+    ) -> Result<(), bus::async_nats::Error> {
         let message = RunnerMessage {
             vm_id: job.vm_id,
             job_id: job.job_id,
@@ -146,7 +152,11 @@ impl Dispatcher {
         let mut publisher = Publisher::new(self.bus.jetstream.clone(), 1);
         let subject = self.bus.subjects.runner(job.vm_id, job.job_id, "result");
         publisher
-            .publish(subject, &message.message_id(), serde_json::to_vec(&message)?.into())
+            .publish(
+                subject,
+                &message.message_id(),
+                serde_json::to_vec(&message)?.into(),
+            )
             .await?;
         publisher.flush().await?;
         Ok(())

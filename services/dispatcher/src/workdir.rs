@@ -51,8 +51,11 @@ pub fn prepare(config: &DispatcherConfig, job: &JobMessage) -> Result<PathBuf, W
     std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
     let tfvars = dir.join("terraform.tfvars.json");
     let vars = variables(job);
-    std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars).unwrap_or_default())
-        .map_err(io(&tfvars))?;
+    std::fs::write(
+        &tfvars,
+        serde_json::to_vec_pretty(&vars).unwrap_or_default(),
+    )
+    .map_err(io(&tfvars))?;
     Ok(dir)
 }
 
@@ -134,14 +137,23 @@ mod tests {
         let dir = prepare(&config(work.path()), &job).unwrap();
         assert!(dir.ends_with(format!("{}/job-1", job.vm_id)));
         assert!(dir.join("variables.tf").is_file());
-        assert!(std::fs::read_to_string(dir.join("backend.tf")).unwrap().contains("backend \"pg\""));
+        assert!(std::fs::read_to_string(dir.join("backend.tf"))
+            .unwrap()
+            .contains("backend \"pg\""));
         let vars: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap())
+                .unwrap();
         assert_eq!(vars["vm_id"], job.vm_id.to_string());
         assert_eq!(vars["allow_ssh_from_v4"], json!(["192.0.2.0/24"]));
         assert_eq!(vars["flavor_name"], "local.small");
-        let all = std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default()).collect::<String>();
-        assert!(!all.contains("hunter2-secret"), "no credential is written to the working directory");
+        let all = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect::<String>();
+        assert!(
+            !all.contains("hunter2-secret"),
+            "no credential is written to the working directory"
+        );
     }
 
     #[test]

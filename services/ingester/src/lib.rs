@@ -80,18 +80,53 @@ impl Ingester {
         while let Some((message, report)) = pending.next() {
             let mut acks = vec![message];
             let command = match report {
-                RunnerReport::Started { runner } => ProvisioningCommand::StartJob { job_id: job, runner },
-                RunnerReport::Result { exit_code, outputs, diagnostics } => ProvisioningCommand::FinishJob {
+                RunnerReport::Started { runner } => ProvisioningCommand::StartJob {
                     job_id: job,
-                    outcome: JobOutcome { exit_code, outputs, diagnostics },
+                    runner,
                 },
-                RunnerReport::Log { line, level, kind, message } => {
-                    let mut lines = vec![LogLineIn { line, level, kind, message }];
+                RunnerReport::Result {
+                    exit_code,
+                    outputs,
+                    diagnostics,
+                } => ProvisioningCommand::FinishJob {
+                    job_id: job,
+                    outcome: JobOutcome {
+                        exit_code,
+                        outputs,
+                        diagnostics,
+                    },
+                },
+                RunnerReport::Log {
+                    line,
+                    level,
+                    kind,
+                    message,
+                } => {
+                    let mut lines = vec![LogLineIn {
+                        line,
+                        level,
+                        kind,
+                        message,
+                    }];
                     while let Some((_, RunnerReport::Log { .. })) = pending.peek() {
-                        let Some((m, RunnerReport::Log { line, level, kind, message })) = pending.next() else {
+                        let Some((
+                            m,
+                            RunnerReport::Log {
+                                line,
+                                level,
+                                kind,
+                                message,
+                            },
+                        )) = pending.next()
+                        else {
                             break;
                         };
-                        lines.push(LogLineIn { line, level, kind, message });
+                        lines.push(LogLineIn {
+                            line,
+                            level,
+                            kind,
+                            message,
+                        });
                         acks.push(m);
                     }
                     ProvisioningCommand::RecordLogs { job_id: job, lines }

@@ -108,7 +108,11 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
                 spec: spec.clone(),
             };
             publisher
-                .publish(bus.subjects.job(&spec.provider), &job.message_id(), to_bytes(&job))
+                .publish(
+                    bus.subjects.job(&spec.provider),
+                    &job.message_id(),
+                    to_bytes(&job),
+                )
                 .await?;
         }
     }

@@ -90,11 +90,18 @@ mod tests {
     fn other_lines_are_kept_as_plain_messages() {
         let parsed = parse_line("Initializing the backend...\n", false);
         assert_eq!(
-            (parsed.level.as_str(), parsed.kind.as_str(), parsed.message.as_str()),
+            (
+                parsed.level.as_str(),
+                parsed.kind.as_str(),
+                parsed.message.as_str()
+            ),
             ("info", "plain", "Initializing the backend...")
         );
         assert_eq!(parse_line("{\"not\":\"terraform\"}", true).kind, "stderr");
-        assert_eq!(parse_line("Error: Failed to get existing workspaces", false).level, "error");
+        assert_eq!(
+            parse_line("Error: Failed to get existing workspaces", false).level,
+            "error"
+        );
     }
 
     #[test]

@@ -35,7 +35,10 @@ pub async fn init(
     let mut cmd = terraform(config);
     cmd.env_remove("TF_WORKSPACE")
         .args(["init", "-input=false", "-no-color"])
-        .arg(format!("-backend-config=conn_str={}", config.backend_conn_str));
+        .arg(format!(
+            "-backend-config=conn_str={}",
+            config.backend_conn_str
+        ));
     stream(cmd, out, diagnostics).await
 }
 
@@ -50,8 +53,12 @@ pub async fn run_action(
         JobAction::Apply => "apply",
         JobAction::Destroy => "destroy",
     };
-    cmd.env("TF_WORKSPACE", config.workspace())
-        .args([action, "-auto-approve", "-json", "-input=false"]);
+    cmd.env("TF_WORKSPACE", config.workspace()).args([
+        action,
+        "-auto-approve",
+        "-json",
+        "-input=false",
+    ]);
     stream(cmd, out, diagnostics).await
 }
 
@@ -68,7 +75,11 @@ pub async fn outputs(config: &RunnerConfig) -> BTreeMap<String, serde_json::Valu
     let all: BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(&output.stdout).unwrap_or_default();
     all.into_iter()
-        .filter(|(_, o)| !o.get("sensitive").and_then(|s| s.as_bool()).unwrap_or(false))
+        .filter(|(_, o)| {
+            !o.get("sensitive")
+                .and_then(|s| s.as_bool())
+                .unwrap_or(false)
+        })
         .filter_map(|(name, o)| o.get("value").cloned().map(|v| (name, v)))
         .collect()
 }
@@ -94,14 +105,19 @@ async fn stream(
         }
     };
     let (tx, mut rx) = mpsc::channel::<(String, bool)>(256);
-    let stdout = child.stdout.take().map(|s| read_lines(s, false, tx.clone()));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|s| read_lines(s, false, tx.clone()));
     let stderr = child.stderr.take().map(|s| read_lines(s, true, tx));
     let mut plain_errors = vec![];
     while let Some((text, from_stderr)) = rx.recv().await {
         let parsed = parse_line(&text, from_stderr);
         match parsed.diagnostic.clone() {
             Some(d) => diagnostics.push(d),
-            None if parsed.message.starts_with("Error: ") => plain_errors.push(parsed.message.clone()),
+            None if parsed.message.starts_with("Error: ") => {
+                plain_errors.push(parsed.message.clone())
+            }
             None => {}
         }
         out.log(parsed.level, parsed.kind, parsed.message).await?;
@@ -109,7 +125,11 @@ async fn stream(
     for task in [stdout, stderr].into_iter().flatten() {
         let _ = task.await;
     }
-    let code = child.wait().await.map(|s| s.code().unwrap_or(-1)).unwrap_or(-1);
+    let code = child
+        .wait()
+        .await
+        .map(|s| s.code().unwrap_or(-1))
+        .unwrap_or(-1);
     if code != 0 && !diagnostics.iter().any(|d| d.severity == "error") {
         // Plain-text commands (init) print their errors as `Error: summary`.
         diagnostics.extend(plain_errors.into_iter().map(|m| Diagnostic {

@@ -111,31 +111,38 @@ pub async fn vm_events(
     after: u64,
     limit: i64,
 ) -> Result<Vec<AuditEvent>, sqlx::Error> {
-    let rows: Vec<(i64, String, OffsetDateTime, Option<String>, serde_json::Value)> =
-        sqlx::query_as(
-            "SELECT sequence, event_type, recorded_at, metadata->>'actor', payload::jsonb->'data'
+    let rows: Vec<(
+        i64,
+        String,
+        OffsetDateTime,
+        Option<String>,
+        serde_json::Value,
+    )> = sqlx::query_as(
+        "SELECT sequence, event_type, recorded_at, metadata->>'actor', payload::jsonb->'data'
              FROM events
              WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1 AND sequence > $2
              ORDER BY sequence LIMIT $3",
-        )
-        .bind(vm.to_string())
-        .bind(after as i64)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
+    )
+    .bind(vm.to_string())
+    .bind(after as i64)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
     Ok(rows
         .into_iter()
-        .map(|(sequence, event_type, recorded_at, actor, data)| AuditEvent {
-            sequence: sequence as u64,
-            event_type,
-            recorded_at,
-            actor,
-            data: if data.is_null() {
-                serde_json::json!({})
-            } else {
-                data
+        .map(
+            |(sequence, event_type, recorded_at, actor, data)| AuditEvent {
+                sequence: sequence as u64,
+                event_type,
+                recorded_at,
+                actor,
+                data: if data.is_null() {
+                    serde_json::json!({})
+                } else {
+                    data
+                },
             },
-        })
+        )
         .collect())
 }
 

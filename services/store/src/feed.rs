@@ -84,7 +84,8 @@ fn decode(row: Row) -> Result<FeedEvent, sqlx::Error> {
     let vm_id = aggregate_id
         .parse()
         .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    let event = serde_json::from_value(payload.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let event =
+        serde_json::from_value(payload.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     Ok(FeedEvent {
         cursor: Cursor { txid, position },
         vm_id,
@@ -105,7 +106,10 @@ pub async fn load_checkpoint(pool: &PgPool, name: &str) -> Result<Cursor, sqlx::
     .bind(name)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map_or(Cursor::default(), |(txid, position)| Cursor { txid, position }))
+    Ok(row.map_or(Cursor::default(), |(txid, position)| Cursor {
+        txid,
+        position,
+    }))
 }
 
 pub async fn save_checkpoint(

@@ -9,7 +9,8 @@ pub mod views;
 
 pub use db::{connect, migrate, StoreError};
 pub use events::{
-    cqrs, execute, job_started, last_sequence, vm_events, AuditEvent, CommandError, Metadata, ProvisioningCqrs,
+    cqrs, execute, job_started, last_sequence, vm_events, AuditEvent, CommandError, Metadata,
+    ProvisioningCqrs,
 };
 
 pub use sqlx::{self, PgPool};

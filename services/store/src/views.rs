@@ -143,6 +143,8 @@ pub async fn logs(pool: &PgPool, vm: VmId, limit: i64) -> Result<Vec<LogRow>, sq
 
 /// Empties the read models, to rebuild them from the events table.
 pub async fn reset(tx: &mut Transaction<'_, Postgres>) -> Result<(), sqlx::Error> {
-    sqlx::query("TRUNCATE vm_views, vm_logs").execute(&mut **tx).await?;
+    sqlx::query("TRUNCATE vm_views, vm_logs")
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }

@@ -1,0 +1,46 @@
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes::{health, providers, vms};
+use crate::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Provisioning API", description = "Request virtual machines from a catalog of templates on several clouds, and follow every step."),
+    paths(
+        health::get_health, health::get_ready,
+        vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
+        vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
+        providers::list_providers, providers::list_templates,
+        get_openapi,
+    ),
+    components(schemas(crate::error::ErrorBody)),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/openapi.json", get(get_openapi))
+}
+
+/// This document.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+pub async fn get_openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

@@ -1,0 +1,3 @@
+pub mod health;
+pub mod providers;
+pub mod vms;

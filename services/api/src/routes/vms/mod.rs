@@ -1,0 +1,111 @@
+//! `/api/v1/vms`: requesting, reading, destroying and watching VMs.
+
+mod create;
+mod destroy;
+mod history;
+mod read;
+mod stream;
+
+pub use create::*;
+pub use destroy::*;
+pub use history::*;
+pub use read::*;
+pub use stream::*;
+
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::routing::get;
+use axum::Router;
+use domain::provisioning::VmId;
+use serde::Serialize;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/vms", get(list_vms).post(create_vm))
+        .route("/vms/{id}", get(get_vm).delete(destroy_vm))
+        .route("/vms/{id}/events", get(list_vm_events))
+        .route("/vms/{id}/logs", get(list_vm_logs))
+        .route("/vms/{id}/stream", get(stream_vm))
+}
+
+/// A VM as the read model shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VmOut {
+    pub id: Uuid,
+    pub name: String,
+    pub provider: String,
+    pub template: String,
+    /// One of `requested`, `provisioning`, `provisioned`, `failed`, `destroy_requested`,
+    /// `destroying`, `destroyed`.
+    pub status: String,
+    /// The VM's address, from Terraform's `vm_ip` output, once provisioned.
+    pub ip: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+    /// Why the last job failed, as Terraform said it.
+    pub last_error: Option<String>,
+}
+
+impl From<store::views::VmRow> for VmOut {
+    fn from(row: store::views::VmRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            provider: row.provider,
+            template: row.template,
+            status: row.status,
+            ip: row.ip,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            last_error: row.last_error,
+        }
+    }
+}
+
+fn parse_id(id: &str) -> Result<VmId, ApiError> {
+    id.parse()
+        .map_err(|_| ApiError::NotFound(format!("no VM {id:?}: ids are UUIDs")))
+}
+
+fn metadata(headers: &HeaderMap) -> store::Metadata {
+    let correlation_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .map(str::to_owned)
+        .unwrap_or_else(|| Uuid::new_v4().to_string());
+    store::Metadata {
+        actor: "admin".to_owned(),
+        correlation_id,
+    }
+}
+
+/// Waits until the read model shows every event of the VM committed so far, so a response
+/// after a command shows its effect. Gives up after a few seconds (the projector may be
+/// down); the command is committed either way.
+async fn read_your_writes(state: &AppState, vm: VmId) -> Result<VmOut, ApiError> {
+    let target = store::last_sequence(&state.pool, vm).await? as i64;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let row = store::views::get(&state.pool, vm).await?;
+        match row {
+            Some(row) if row.last_sequence >= target => return Ok(row.into()),
+            _ if tokio::time::Instant::now() >= deadline => {
+                return Err(ApiError::Unavailable(
+                    "the command was recorded but the read model is behind; retry the GET".into(),
+                ))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
