@@ -118,7 +118,8 @@ pub async fn vm_events(
         Option<String>,
         serde_json::Value,
     )> = sqlx::query_as(
-        "SELECT sequence, event_type, recorded_at, metadata->>'actor', payload::jsonb->'data'
+        "SELECT sequence, event_type, recorded_at, metadata->>'actor',
+                    coalesce(payload::jsonb->'data', '{}'::jsonb)
              FROM events
              WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1 AND sequence > $2
              ORDER BY sequence LIMIT $3",

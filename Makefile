@@ -1,0 +1,18 @@
+# Thin wrappers: the scripts in deploy/local/ do the work.
+.DEFAULT_GOAL := help
+.PHONY: help run test lint
+
+help:
+	@echo "make run   start Postgres/NATS if needed, build and run provisioningd (all roles)"
+	@echo "make test  start Postgres/NATS if needed, fetch Terraform, cargo test --workspace"
+	@echo "make lint  cargo fmt --check and cargo clippy -D warnings"
+
+run:
+	bash deploy/local/run.sh
+
+test:
+	bash deploy/local/test.sh
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,107 @@
+use anyhow::Context;
+use daemon::{telemetry, Application, Config, Roles};
+use secrecy::SecretString;
+
+const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections]
+
+  run (default)         every role in one process
+  api, relay, ...       one role (for scale-out)
+  migrate               apply the database migrations and exit
+  openapi               print the OpenAPI document
+  rebuild-projections   rebuild the read models from the events table
+
+Configuration comes from the environment; see docs/operations.md.";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let command = std::env::args().nth(1).unwrap_or_else(|| "run".to_owned());
+    let roles = match command.as_str() {
+        "run" => Roles::ALL,
+        "api" => Roles {
+            api: true,
+            ..Roles::NONE
+        },
+        "relay" => Roles {
+            relay: true,
+            ..Roles::NONE
+        },
+        "projector" => Roles {
+            projector: true,
+            ..Roles::NONE
+        },
+        "dispatcher" => Roles {
+            dispatcher: true,
+            ..Roles::NONE
+        },
+        "ingester" => Roles {
+            ingester: true,
+            ..Roles::NONE
+        },
+        "openapi" => {
+            println!("{}", api::openapi_json());
+            return Ok(());
+        }
+        "migrate" | "rebuild-projections" => Roles::NONE,
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        other => anyhow::bail!("unknown command {other:?}\n\n{USAGE}"),
+    };
+    let config = Config::from_env()?;
+    telemetry::init(config.json_logs);
+
+    let admin_token = match &config.admin_token {
+        Some(token) => token.clone(),
+        None if roles.api => {
+            let token = format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            );
+            println!("PROVISIONING_ADMIN_TOKEN was not set; this run's admin token (shown once): {token}");
+            SecretString::from(token)
+        }
+        None => SecretString::from(String::new()),
+    };
+    let http_addr = config.http_addr;
+    let app = Application::build(config, roles, admin_token)
+        .await
+        .context("could not start")?;
+    match command.as_str() {
+        "migrate" => {
+            println!("migrations applied");
+            return Ok(());
+        }
+        "rebuild-projections" => {
+            let n = projector::rebuild(app.pool()).await?;
+            println!("read models rebuilt from {n} events");
+            return Ok(());
+        }
+        _ => {}
+    }
+    if roles.api {
+        println!(
+            "provisioningd listening on http://{}:{}",
+            http_addr.ip(),
+            app.port()
+        );
+    }
+    let stop = app.shutdown_token();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("stopping");
+        stop.cancel();
+    });
+    app.run_until_stopped().await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

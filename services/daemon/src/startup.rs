@@ -1,0 +1,181 @@
+//! Builds the roles a process runs and runs them until one cancellation token stops them.
+
+use std::sync::Arc;
+
+use dispatcher::{Dispatcher, DispatcherConfig, LocalExecutor};
+use ingester::Ingester;
+use secrecy::{ExposeSecret, SecretString};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{backend_connection, Config, ConfigError};
+
+/// Which roles this process runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles {
+    pub api: bool,
+    pub relay: bool,
+    pub projector: bool,
+    pub dispatcher: bool,
+    pub ingester: bool,
+}
+
+impl Roles {
+    pub const ALL: Roles = Roles {
+        api: true,
+        relay: true,
+        projector: true,
+        dispatcher: true,
+        ingester: true,
+    };
+    pub const NONE: Roles = Roles {
+        api: false,
+        relay: false,
+        projector: false,
+        dispatcher: false,
+        ingester: false,
+    };
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("Postgres: {0}")]
+    Store(#[from] store::StoreError),
+    #[error("could not connect to NATS: {0}")]
+    Nats(#[from] bus::async_nats::ConnectError),
+    #[error("JetStream: {0}")]
+    JetStream(#[from] bus::SetupError),
+    #[error("could not listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+pub struct Application {
+    roles: Roles,
+    listener: Option<TcpListener>,
+    port: u16,
+    state: api::AppState,
+    dispatcher: DispatcherConfig,
+    runner_bin: std::path::PathBuf,
+    cancel: CancellationToken,
+}
+
+impl Application {
+    /// Connects to Postgres (applying migrations) and NATS (creating streams), and binds
+    /// the HTTP listener if the API runs here. Port 0 picks a free port.
+    pub async fn build(
+        config: Config,
+        roles: Roles,
+        admin_token: SecretString,
+    ) -> Result<Self, StartupError> {
+        let pool = store::connect(config.database_url.expose_secret(), 20).await?;
+        store::migrate(&pool).await?;
+        let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
+        bus::setup(&bus).await?;
+        let (backend_conn_str, backend_password) =
+            backend_connection(config.tf_backend_url.expose_secret())?;
+        let (listener, port) = if roles.api {
+            let listener = TcpListener::bind(config.http_addr)
+                .await
+                .map_err(|source| StartupError::Listen {
+                    addr: config.http_addr,
+                    source,
+                })?;
+            let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+            (Some(listener), port)
+        } else {
+            (None, 0)
+        };
+        let state = api::AppState {
+            cqrs: store::cqrs(pool.clone()),
+            pool,
+            bus,
+            admin_token: Arc::new(admin_token),
+        };
+        Ok(Self {
+            roles,
+            listener,
+            port,
+            state,
+            dispatcher: DispatcherConfig {
+                hcl_dir: config.hcl_dir,
+                work_dir: config.work_dir,
+                nats_url: config.nats_url,
+                backend_conn_str,
+                backend_password,
+                terraform_bin: config.terraform_bin,
+            },
+            runner_bin: config.runner_bin,
+            cancel: CancellationToken::new(),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn pool(&self) -> &store::PgPool {
+        &self.state.pool
+    }
+
+    pub fn bus(&self) -> &bus::Bus {
+        &self.state.bus
+    }
+
+    /// Cancelling this token stops every role of the application.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Runs every configured role until the shutdown token is cancelled.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let mut tasks = JoinSet::new();
+        let cancel = self.cancel;
+        let state = self.state;
+        if self.roles.relay {
+            tasks.spawn(relay::run(
+                state.pool.clone(),
+                state.bus.clone(),
+                cancel.clone(),
+            ));
+        }
+        if self.roles.projector {
+            tasks.spawn(projector::run(state.pool.clone(), cancel.clone()));
+        }
+        if self.roles.dispatcher {
+            let dispatcher = Dispatcher {
+                config: self.dispatcher,
+                pool: state.pool.clone(),
+                bus: state.bus.clone(),
+                executor: Arc::new(LocalExecutor {
+                    runner_bin: self.runner_bin,
+                }),
+            };
+            tasks.spawn(dispatcher.run(cancel.clone()));
+        }
+        if self.roles.ingester {
+            let ingester = Ingester {
+                bus: state.bus.clone(),
+                cqrs: state.cqrs.clone(),
+            };
+            tasks.spawn(ingester.run(cancel.clone()));
+        }
+        let mut result = Ok(());
+        if let Some(listener) = self.listener {
+            let stop = cancel.clone();
+            result = axum::serve(listener, api::app(state))
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+            cancel.cancel();
+        } else {
+            cancel.cancelled().await;
+        }
+        while tasks.join_next().await.is_some() {}
+        result
+    }
+}

@@ -1,0 +1,272 @@
+//! `spawn_app()`: the real daemon in process, on port 0, with a fresh database cloned from a
+//! migrated template and its own NATS subject prefix.
+
+use std::time::Duration;
+
+use daemon::{Application, Config, Roles};
+use futures::StreamExt;
+use secrecy::SecretString;
+use serde_json::{json, Value};
+use store::PgPool;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+pub const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ test@example";
+const TEMPLATE_DB: &str = "provtest_template";
+
+pub struct TestApp {
+    pub address: String,
+    pub token: String,
+    pub pool: PgPool,
+    pub bus: bus::Bus,
+    pub client: reqwest::Client,
+    pub db_name: String,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    _work: tempfile::TempDir,
+}
+
+fn server_url(db: &str) -> String {
+    let base = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| daemon::config::DEFAULT_DATABASE_URL.to_owned());
+    let mut url = url::Url::parse(&base).expect("DATABASE_URL is a URL");
+    url.set_path(db);
+    url.to_string()
+}
+
+fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| daemon::config::DEFAULT_NATS_URL.to_owned())
+}
+
+/// The migrated template database, made once per test run.
+async fn template() -> &'static str {
+    static TEMPLATE: OnceCell<()> = OnceCell::const_new();
+    TEMPLATE
+        .get_or_init(|| async {
+            let admin = store::connect(&server_url("postgres"), 2).await.unwrap();
+            store::sqlx::query(&format!(
+                "DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)"
+            ))
+            .execute(&admin)
+            .await
+            .unwrap();
+            let pool = store::connect(&server_url(TEMPLATE_DB), 2).await.unwrap();
+            store::migrate(&pool).await.unwrap();
+            pool.close().await;
+        })
+        .await;
+    TEMPLATE_DB
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Roles::ALL).await
+}
+
+pub async fn spawn_app_with(roles: Roles) -> TestApp {
+    if std::env::var("TEST_LOG").is_ok() {
+        daemon::telemetry::init(false);
+    }
+    let template = template().await;
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let db_name = format!("provtest_{id}");
+    let admin = store::connect(&server_url("postgres"), 1).await.unwrap();
+    store::sqlx::query(&format!("CREATE DATABASE {db_name} TEMPLATE {template}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+
+    let work = tempfile::tempdir().unwrap();
+    let db_url = server_url(&db_name);
+    let token = format!("token-{id}");
+    let config = Config {
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        database_url: db_url.clone().into(),
+        nats_url: nats_url(),
+        nats_prefix: format!("t{}", &id[..12]),
+        admin_token: None,
+        hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
+        work_dir: work.path().to_owned(),
+        terraform_bin: std::env::var("TERRAFORM_BIN")
+            .unwrap_or_else(|_| "terraform".into())
+            .into(),
+        runner_bin: env!("CARGO_BIN_EXE_provisioning-runner").into(),
+        tf_backend_url: db_url.clone().into(),
+        json_logs: false,
+    };
+    let app = Application::build(config, roles, SecretString::from(token.clone()))
+        .await
+        .expect("the application starts");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let pool = app.pool().clone();
+    let bus = app.bus().clone();
+    let cancel = app.shutdown_token();
+    let task = tokio::spawn(async move {
+        app.run_until_stopped().await.unwrap();
+    });
+    TestApp {
+        address,
+        token,
+        pool,
+        bus,
+        client: reqwest::Client::new(),
+        db_name,
+        cancel,
+        task: Some(task),
+        _work: work,
+    }
+}
+
+impl TestApp {
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{}{path}", self.address))
+            .bearer_auth(&self.token)
+    }
+
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.address))
+            .bearer_auth(&self.token)
+    }
+
+    pub fn delete(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .delete(format!("{}{path}", self.address))
+            .bearer_auth(&self.token)
+    }
+
+    pub async fn create_vm(&self, body: Value) -> reqwest::Response {
+        self.post("/api/v1/vms").json(&body).send().await.unwrap()
+    }
+
+    /// Creates a VM from a valid request changed by `fields`, and returns its id.
+    pub async fn create_ok(&self, fields: Value) -> String {
+        let response = self.create_vm(vm_request(fields)).await;
+        assert_eq!(response.status(), 202);
+        let vm: Value = response.json().await.unwrap();
+        assert_eq!(vm["status"], "requested");
+        vm["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn vm(&self, id: &str) -> Value {
+        let response = self.get(&format!("/api/v1/vms/{id}")).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// Waits until the VM has `status`, failing with its last state after 60 s.
+    pub async fn wait_for_status(&self, id: &str, status: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let vm = self.vm(id).await;
+            if vm["status"] == status {
+                return vm;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "VM never reached {status}: {vm}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn events(&self, id: &str) -> Vec<Value> {
+        self.get(&format!("/api/v1/vms/{id}/events"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    pub async fn count_events(&self) -> i64 {
+        store::sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// The Terraform state of the VM's workspace, as the `pg` backend stores it.
+    pub async fn terraform_state(&self, id: &str) -> Value {
+        let data: String = store::sqlx::query_scalar(
+            "SELECT data FROM terraform_remote_state.states WHERE name = $1",
+        )
+        .bind(format!("vm-{id}"))
+        .fetch_one(&self.pool)
+        .await
+        .unwrap();
+        serde_json::from_str(&data).unwrap()
+    }
+
+    /// Every message of the EVENTS stream, read with an ephemeral consumer.
+    pub async fn stream_messages(&self) -> Vec<bus::EventEnvelope> {
+        use bus::async_nats::jetstream::consumer::pull;
+        let stream = self
+            .bus
+            .jetstream
+            .get_stream(self.bus.subjects.stream("EVENTS"))
+            .await
+            .unwrap();
+        let total = stream.get_info().await.unwrap().state.messages as usize;
+        let consumer = stream
+            .create_consumer(pull::Config::default())
+            .await
+            .unwrap();
+        let mut messages = consumer.messages().await.unwrap().take(total);
+        let mut out = vec![];
+        while let Some(message) = messages.next().await {
+            let message = message.unwrap();
+            out.push(serde_json::from_slice(&message.payload).unwrap());
+        }
+        out
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        let db = self.db_name.clone();
+        let bus = self.bus.clone();
+        // Clean up on a thread of its own: the test's runtime is ending.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                for name in ["EVENTS", "JOBS", "RUNNER"] {
+                    let _ = bus.jetstream.delete_stream(bus.subjects.stream(name)).await;
+                }
+                if let Ok(admin) = store::connect(&server_url("postgres"), 1).await {
+                    let _ =
+                        store::sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+                            .execute(&admin)
+                            .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A valid create request, with `fields` replaced.
+pub fn vm_request(fields: Value) -> Value {
+    let mut body = json!({
+        "name": "web-1",
+        "provider": "local",
+        "template": "small",
+        "ssh_public_key": SSH_KEY,
+        "allow_ssh_from": ["192.0.2.0/24"],
+        "duration_hours": 8,
+    });
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}

@@ -1,0 +1,157 @@
+use serde_json::{json, Value};
+
+use crate::helpers::spawn_app;
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
+    let app = spawn_app().await;
+    let id = app.create_ok(json!({})).await;
+
+    let vm = app.wait_for_status(&id, "provisioned").await;
+
+    let state = app.terraform_state(&id).await;
+    let ip = state["outputs"]["vm_ip"]["value"].as_str().unwrap();
+    assert_eq!(vm["ip"], ip);
+    assert!(ip.starts_with("10.77."), "{ip}");
+    assert_eq!(vm["last_error"], Value::Null);
+
+    let events = app.events(&id).await;
+    let types = types(&events);
+    assert_eq!(types[..3], ["Requested", "JobQueued", "JobStarted"]);
+    assert_eq!(types.last(), Some(&"Applied"));
+    assert!(types.contains(&"LogLine"));
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events[0]["actor"], "admin");
+    assert_eq!(events.last().unwrap()["data"]["vm_ip"], ip);
+
+    let logs: Vec<Value> = app
+        .get(&format!("/api/v1/vms/{id}/logs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let messages: Vec<&str> = logs
+        .iter()
+        .map(|l| l["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.starts_with("Apply complete!")),
+        "{messages:?}"
+    );
+    assert!(messages.contains(&"Terraform has been successfully initialized!"));
+    assert!(logs.iter().any(|l| l["type"] == "change_summary"));
+    let lines: Vec<i64> = logs.iter().map(|l| l["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, (1..=logs.len() as i64).collect::<Vec<_>>());
+    let log_events = events.iter().filter(|e| e["type"] == "LogLine").count();
+    assert_eq!(log_events, logs.len(), "every log line is an event too");
+
+    let list: Vec<Value> = app
+        .get("/api/v1/vms")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["id"], id.as_str());
+}
+
+#[tokio::test]
+async fn a_destroyed_vm_leaves_its_terraform_workspace_empty() {
+    let app = spawn_app().await;
+    let id = app.create_ok(json!({})).await;
+    app.wait_for_status(&id, "provisioned").await;
+    assert_ne!(app.terraform_state(&id).await["outputs"], json!({}));
+
+    let response = app
+        .delete(&format!("/api/v1/vms/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let vm: Value = response.json().await.unwrap();
+    assert_eq!(vm["status"], "destroy_requested");
+
+    let vm = app.wait_for_status(&id, "destroyed").await;
+    assert_eq!(vm["ip"], Value::Null);
+    let state = app.terraform_state(&id).await;
+    assert_eq!(state["outputs"], json!({}));
+    assert_eq!(state["resources"], json!([]));
+    let again = app
+        .delete(&format!("/api/v1/vms/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
+    let events = app.events(&id).await;
+    assert_eq!(types(&events).last(), Some(&"Destroyed"));
+}
+
+#[tokio::test]
+async fn a_failing_terraform_run_ends_failed_with_terraforms_diagnostic() {
+    let app = spawn_app().await;
+    let id = app.create_ok(json!({"template": "broken"})).await;
+
+    let vm = app.wait_for_status(&id, "failed").await;
+
+    let error = vm["last_error"].as_str().unwrap();
+    assert!(error.starts_with("Invalid value for variable"), "{error}");
+    assert!(error.contains("local.small"), "{error}");
+    let events = app.events(&id).await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["type"], "Failed");
+    assert_eq!(failed["data"]["diagnostics"][0]["severity"], "error");
+}
+
+#[tokio::test]
+async fn a_destroy_asked_for_during_the_apply_runs_after_it_not_beside_it() {
+    let app = spawn_app().await;
+    let id = app.create_ok(json!({})).await;
+    let response = app
+        .delete(&format!("/api/v1/vms/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+
+    app.wait_for_status(&id, "destroyed").await;
+
+    let events = app.events(&id).await;
+    let jobs: Vec<(String, Value)> = events
+        .iter()
+        .filter(|e| {
+            ["JobQueued", "JobStarted", "Applied", "Failed", "Destroyed"]
+                .contains(&e["type"].as_str().unwrap())
+        })
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["data"]["job_id"].clone(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, Value)> = [
+        ("JobQueued", 1),
+        ("JobStarted", 1),
+        ("Applied", 1),
+        ("JobQueued", 2),
+        ("JobStarted", 2),
+        ("Destroyed", 2),
+    ]
+    .into_iter()
+    .map(|(t, j)| (t.to_owned(), json!(j)))
+    .collect();
+    assert_eq!(jobs, expected);
+    assert!(types(&events).contains(&"DestroyRequested"));
+}

@@ -1,0 +1,145 @@
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use daemon::Roles;
+use domain::provisioning::*;
+use store::Metadata;
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{spawn_app_with, TestApp, SSH_KEY};
+
+fn spec(n: usize) -> VmSpec {
+    VmSpec {
+        name: VmName::parse(&format!("vm-{n}")).unwrap(),
+        provider: ProviderId::parse("local").unwrap(),
+        template: TemplateId::parse("small").unwrap(),
+        image_name: "debian-12".into(),
+        flavor_name: "local.small".into(),
+        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(1).unwrap(),
+    }
+}
+
+fn metadata() -> Metadata {
+    Metadata {
+        actor: "test".into(),
+        correlation_id: "relay-test".into(),
+    }
+}
+
+/// Requests `count` VMs from `writers` concurrent tasks; returns the events written.
+async fn write_concurrently(app: &TestApp, writers: usize, count: usize) -> usize {
+    let cqrs = store::cqrs(app.pool.clone());
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..writers {
+        let cqrs = cqrs.clone();
+        tasks.spawn(async move {
+            for i in 0..count / writers {
+                let command = ProvisioningCommand::Request {
+                    spec: spec(w * 1000 + i),
+                };
+                store::execute(&cqrs, VmId::new(), command, metadata())
+                    .await
+                    .unwrap();
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    count * 2 // Requested and JobQueued
+}
+
+async fn stored_events(app: &TestApp) -> BTreeSet<(String, u64)> {
+    let rows: Vec<(String, i64)> =
+        store::sqlx::query_as("SELECT aggregate_id, sequence FROM events")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    rows.into_iter().map(|(id, seq)| (id, seq as u64)).collect()
+}
+
+async fn published_events(app: &TestApp, expected: usize) -> Vec<(String, u64)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let messages = app.stream_messages().await;
+        if messages.len() >= expected || tokio::time::Instant::now() > deadline {
+            return messages
+                .into_iter()
+                .map(|m| (m.vm_id.to_string(), m.sequence))
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn relay_only() -> Roles {
+    Roles {
+        relay: true,
+        ..Roles::NONE
+    }
+}
+
+#[tokio::test]
+async fn the_relay_publishes_every_event_of_many_concurrent_writers_once() {
+    let app = spawn_app_with(relay_only()).await;
+
+    let written = write_concurrently(&app, 16, 400).await;
+
+    let published = published_events(&app, written).await;
+    let unique: BTreeSet<_> = published.iter().cloned().collect();
+    assert_eq!(published.len(), written, "no event skipped, none twice");
+    assert_eq!(unique, stored_events(&app).await);
+}
+
+#[tokio::test]
+async fn events_committed_while_the_relay_was_down_or_died_before_its_checkpoint_are_not_lost() {
+    let app = spawn_app_with(Roles::NONE).await;
+    let first = write_concurrently(&app, 4, 40).await;
+    // The relay dies after publishing a batch but before saving its checkpoint ...
+    let events = store::feed::read_after(&app.pool, Default::default(), 1000)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), first);
+    relay::publish(&app.bus, &events[..first / 2])
+        .await
+        .unwrap();
+    // ... more events are committed while it is down ...
+    let second = write_concurrently(&app, 4, 40).await;
+
+    // ... and a new relay starts from the saved checkpoint.
+    let cancel = CancellationToken::new();
+    let relay = tokio::spawn(relay::run(
+        app.pool.clone(),
+        app.bus.clone(),
+        cancel.clone(),
+    ));
+    let published = published_events(&app, first + second).await;
+    cancel.cancel();
+    relay.await.unwrap();
+
+    let unique: BTreeSet<_> = published.iter().cloned().collect();
+    assert_eq!(
+        published.len(),
+        first + second,
+        "republished events were deduplicated"
+    );
+    assert_eq!(unique, stored_events(&app).await);
+    let jobs = app
+        .bus
+        .jetstream
+        .get_stream(app.bus.subjects.stream("JOBS"))
+        .await
+        .unwrap()
+        .get_info()
+        .await
+        .unwrap()
+        .state
+        .messages;
+    assert_eq!(
+        jobs as usize,
+        (first + second) / 2,
+        "one job message per queued job"
+    );
+}

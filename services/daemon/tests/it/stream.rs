@@ -1,0 +1,112 @@
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+
+/// One Server-Sent Event: its id, its event name and its data.
+#[derive(Debug)]
+struct Sse {
+    id: u64,
+    event: String,
+    data: Value,
+}
+
+/// Reads SSE events until one named `until` arrives.
+async fn read_until(app: &TestApp, id: &str, last_event_id: Option<u64>, until: &str) -> Vec<Sse> {
+    let mut request = app.get(&format!("/api/v1/vms/{id}/stream"));
+    if let Some(last) = last_event_id {
+        request = request.header("Last-Event-ID", last.to_string());
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    read_events(response, until).await
+}
+
+async fn read_events(response: reqwest::Response, until: &str) -> Vec<Sse> {
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut events = vec![];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .expect("the stream went quiet")
+            .expect("the stream ended")
+            .unwrap();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                    .map(|v| v.trim().to_owned())
+            };
+            let (Some(id), Some(event), Some(data)) = (field("id"), field("event"), field("data"))
+            else {
+                continue; // a keep-alive comment
+            };
+            let done = event == until;
+            events.push(Sse {
+                id: id.parse().unwrap(),
+                event,
+                data: serde_json::from_str(&data).unwrap(),
+            });
+            if done {
+                return events;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_sse_client_connected_before_the_create_sees_status_changes_and_log_lines_live() {
+    let app = spawn_app().await;
+    let id = uuid::Uuid::new_v4().to_string();
+    let response = app
+        .get(&format!("/api/v1/vms/{id}/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let watcher = tokio::spawn(read_events(response, "Applied"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    app.create_ok(json!({"id": id})).await;
+    let events = watcher.await.unwrap();
+
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(names[..3], ["Requested", "JobQueued", "JobStarted"]);
+    assert!(names.contains(&"LogLine"));
+    assert_eq!(names.last(), Some(&"Applied"));
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "in order, none missing, none twice"
+    );
+    assert!(events.iter().any(|e| e.event == "LogLine"
+        && e.data["data"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Apply complete!")));
+    assert_eq!(
+        events.last().unwrap().data["data"]["vm_ip"],
+        app.vm(&id).await["ip"]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_resumed_with_last_event_id_continues_where_it_stopped() {
+    let app = spawn_app().await;
+    let id = app.create_ok(json!({})).await;
+    app.wait_for_status(&id, "provisioned").await;
+    let all = app.events(&id).await;
+
+    let resumed = read_until(&app, &id, Some(3), "Applied").await;
+
+    assert_eq!(resumed.first().map(|e| e.id), Some(4));
+    assert_eq!(resumed.len(), all.len() - 3);
+}
