@@ -115,5 +115,5 @@ pub async fn consumer(
         .jetstream
         .get_stream(bus.subjects.stream(stream))
         .await?;
-    Ok(stream.get_consumer(name).await?)
+    stream.get_consumer(name).await
 }

@@ -15,6 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 const BATCH: usize = 500;
 
+/// The reports of one job in a batch, with the messages that carried them.
+type Reports = Vec<(Message, RunnerReport)>;
+
 pub struct Ingester {
     pub bus: Bus,
     pub cqrs: Arc<ProvisioningCqrs>,
@@ -50,7 +53,7 @@ impl Ingester {
     /// Applies a batch of runner messages, job by job, each job's messages in order.
     #[tracing::instrument(skip_all, fields(messages = messages.len()))]
     pub async fn ingest(&self, messages: Vec<Message>) {
-        let mut jobs: Vec<((VmId, JobId), Vec<(Message, RunnerReport)>)> = vec![];
+        let mut jobs: Vec<((VmId, JobId), Reports)> = vec![];
         for message in messages {
             let parsed: RunnerMessage = match serde_json::from_slice(&message.payload) {
                 Ok(parsed) => parsed,
@@ -71,7 +74,7 @@ impl Ingester {
         }
     }
 
-    async fn ingest_job(&self, vm: VmId, job: JobId, reports: Vec<(Message, RunnerReport)>) {
+    async fn ingest_job(&self, vm: VmId, job: JobId, reports: Reports) {
         let metadata = Metadata {
             actor: "runner".to_owned(),
             correlation_id: format!("{vm}/job/{job}"),

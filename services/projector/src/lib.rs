@@ -2,6 +2,7 @@
 //! (`vm_views`, `vm_logs`). Each batch and its checkpoint commit in one transaction, so
 //! every event is folded exactly once; `rebuild` replays the whole events table.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -60,13 +61,13 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime)> = HashMap::new();
     for event in &events {
-        if !touched.contains_key(&event.vm_id) {
-            let view = views::load_for_update(&mut tx, event.vm_id)
-                .await?
-                .unwrap_or_default();
-            touched.insert(event.vm_id, (view, event.recorded_at));
-        }
-        let (view, at) = touched.get_mut(&event.vm_id).expect("inserted above");
+        let (view, at) = match touched.entry(event.vm_id) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let view = views::load_for_update(&mut tx, event.vm_id).await?;
+                entry.insert((view.unwrap_or_default(), event.recorded_at))
+            }
+        };
         if view.update(event.sequence, &event.event) {
             *at = event.recorded_at;
             fold_log(&mut tx, event).await?;
