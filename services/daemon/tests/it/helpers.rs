@@ -232,16 +232,19 @@ impl Drop for TestApp {
             task.abort();
         }
         let db = self.db_name.clone();
-        let bus = self.bus.clone();
-        // Clean up on a thread of its own: the test's runtime is ending.
+        let prefix = self.bus.subjects.prefix().to_owned();
+        // Clean up on a thread of its own, with connections of its own: the test's runtime,
+        // which drives the app's connections, is ending.
         let _ = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                for name in ["EVENTS", "JOBS", "RUNNER"] {
-                    let _ = bus.jetstream.delete_stream(bus.subjects.stream(name)).await;
+                if let Ok(bus) = bus::Bus::connect(&nats_url(), &prefix).await {
+                    for name in ["EVENTS", "JOBS", "RUNNER"] {
+                        let _ = bus.jetstream.delete_stream(bus.subjects.stream(name)).await;
+                    }
                 }
                 if let Ok(admin) = store::connect(&server_url("postgres"), 1).await {
                     let _ =
