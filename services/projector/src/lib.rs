@@ -4,10 +4,9 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::time::Duration;
 
 use domain::provisioning::{ProvisioningEvent, VmId, VmView};
-use store::feed::{self, FeedEvent, Lease, Wakeup};
+use store::feed::{self, FeedEvent};
 use store::views::{self, NewLog};
 use store::{sqlx, PgPool};
 use time::OffsetDateTime;
@@ -18,36 +17,7 @@ const BATCH: i64 = 1000;
 
 /// Runs the projector until cancelled. Only the replica holding the lease folds.
 pub async fn run(pool: PgPool, cancel: CancellationToken) {
-    let _lease = loop {
-        match Lease::try_acquire(&pool, CHECKPOINT).await {
-            Ok(Some(lease)) => break lease,
-            Ok(None) => tracing::debug!("another replica holds the projector lease"),
-            Err(e) => tracing::warn!(error = %e, "could not ask for the projector lease"),
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-        }
-    };
-    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
-    while !cancel.is_cancelled() {
-        match pass(&pool).await {
-            Ok(0) => {
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = wakeup.wait() => {}
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "projector pass failed; retrying");
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-    }
+    feed::follow(&pool, CHECKPOINT, &cancel, || pass(&pool)).await;
 }
 
 /// Folds the next batch of events; returns how many.

@@ -4,12 +4,10 @@
 //! publish delays events, never loses them; one between publish and checkpoint publishes
 //! again, and the streams drop the copies by `Nats-Msg-Id`.
 
-use std::time::Duration;
-
 use bus::async_nats::jetstream::context::PublishError;
 use bus::{Bus, EventEnvelope, JobMessage, Publisher};
 use domain::provisioning::ProvisioningEvent;
-use store::feed::{self, Cursor, FeedEvent, Lease, Wakeup};
+use store::feed::{self, Cursor, FeedEvent};
 use store::{sqlx, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -27,36 +25,7 @@ pub enum RelayError {
 
 /// Runs the relay until cancelled. Only the replica holding the lease publishes.
 pub async fn run(pool: PgPool, bus: Bus, cancel: CancellationToken) {
-    let _lease = loop {
-        match Lease::try_acquire(&pool, CHECKPOINT).await {
-            Ok(Some(lease)) => break lease,
-            Ok(None) => tracing::debug!("another replica holds the relay lease"),
-            Err(e) => tracing::warn!(error = %e, "could not ask for the relay lease"),
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-        }
-    };
-    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
-    while !cancel.is_cancelled() {
-        match pass(&pool, &bus).await {
-            Ok(0) => {
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = wakeup.wait() => {}
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "relay pass failed; retrying");
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-    }
+    feed::follow(&pool, CHECKPOINT, &cancel, || pass(&pool, &bus)).await;
 }
 
 /// Publishes the next batch of events after the checkpoint and moves the checkpoint.

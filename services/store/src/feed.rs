@@ -12,6 +12,7 @@ use domain::provisioning::{ProvisioningEvent, VmId};
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
 use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
 
 /// A place in the commit order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -185,5 +186,43 @@ impl Lease {
         Ok(got.then(|| Lease {
             _conn: conn.detach(),
         }))
+    }
+}
+
+/// Runs `pass` for as long as `cancel` allows, as the one holder of the lease `name`:
+/// again at once while it finds work, after a commit notification (or a poll) when it
+/// found none, and a second after an error.
+pub async fn follow<F, Fut, E>(pool: &PgPool, name: &str, cancel: &CancellationToken, mut pass: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<usize, E>>,
+    E: std::fmt::Display,
+{
+    let _lease = loop {
+        match Lease::try_acquire(pool, name).await {
+            Ok(Some(lease)) => break lease,
+            Ok(None) => tracing::debug!(name, "another replica holds the lease"),
+            Err(e) => tracing::warn!(name, error = %e, "could not ask for the lease"),
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    };
+    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
+    while !cancel.is_cancelled() {
+        let pause = match pass().await {
+            Ok(0) => None,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::error!(name, error = %e, "pass failed; retrying");
+                Some(Duration::from_secs(1))
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = wakeup.wait(), if pause.is_none() => {}
+            _ = tokio::time::sleep(pause.unwrap_or_default()), if pause.is_some() => {}
+        }
     }
 }

@@ -148,3 +148,33 @@ pub async fn reset(tx: &mut Transaction<'_, Postgres>) -> Result<(), sqlx::Error
         .await?;
     Ok(())
 }
+
+/// The view of a VM as of its event `up_to`, folded from the events table (log lines
+/// skipped: they do not change the view), with the times of its first and last event.
+/// Answers a command with exactly its effect, whatever happened after it.
+pub async fn view_at(
+    pool: &PgPool,
+    vm: VmId,
+    up_to: u64,
+) -> Result<Option<(VmView, OffsetDateTime, OffsetDateTime)>, sqlx::Error> {
+    let rows: Vec<(i64, serde_json::Value, OffsetDateTime)> = sqlx::query_as(
+        "SELECT sequence, payload::jsonb, recorded_at FROM events
+         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
+           AND sequence <= $2 AND event_type <> 'LogLine'
+         ORDER BY sequence",
+    )
+    .bind(vm.to_string())
+    .bind(up_to as i64)
+    .fetch_all(pool)
+    .await?;
+    let (Some(first), Some(last)) = (rows.first().map(|r| r.2), rows.last().map(|r| r.2)) else {
+        return Ok(None);
+    };
+    let mut view = VmView::default();
+    for (sequence, payload, _) in rows {
+        let event =
+            serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        view.update(sequence as u64, &event);
+    }
+    Ok(Some((view, first, last)))
+}

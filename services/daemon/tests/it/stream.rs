@@ -92,10 +92,8 @@ async fn an_sse_client_connected_before_the_create_sees_status_changes_and_log_l
             .as_str()
             .unwrap_or("")
             .starts_with("Apply complete!")));
-    assert_eq!(
-        events.last().unwrap().data["data"]["vm_ip"],
-        app.vm(&id).await["ip"]
-    );
+    let vm = app.wait_for_status(&id, "provisioned").await;
+    assert_eq!(events.last().unwrap().data["data"]["vm_ip"], vm["ip"]);
 }
 
 #[tokio::test]

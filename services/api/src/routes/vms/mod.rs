@@ -90,16 +90,15 @@ fn metadata(headers: &HeaderMap) -> store::Metadata {
     }
 }
 
-/// Waits until the read model shows every event of the VM committed so far, so a response
-/// after a command shows its effect. Gives up after a few seconds (the projector may be
-/// down); the command is committed either way.
+/// Answers a command with the VM as of that command, once the read model shows it too (so a
+/// GET right after sees the effect). Gives up waiting after a few seconds (the projector
+/// may be down); the command is committed either way.
 async fn read_your_writes(state: &AppState, vm: VmId) -> Result<VmOut, ApiError> {
-    let target = store::last_sequence(&state.pool, vm).await? as i64;
+    let target = store::last_sequence(&state.pool, vm).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let row = store::views::get(&state.pool, vm).await?;
-        match row {
-            Some(row) if row.last_sequence >= target => return Ok(row.into()),
+        match store::views::get(&state.pool, vm).await? {
+            Some(row) if row.last_sequence as u64 >= target => break,
             _ if tokio::time::Instant::now() >= deadline => {
                 return Err(ApiError::Unavailable(
                     "the command was recorded but the read model is behind; retry the GET".into(),
@@ -108,4 +107,21 @@ async fn read_your_writes(state: &AppState, vm: VmId) -> Result<VmOut, ApiError>
             _ => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
+    let (view, created_at, updated_at) = store::views::view_at(&state.pool, vm, target)
+        .await?
+        .ok_or_else(|| ApiError::internal(format!("VM {vm} has no events after a command")))?;
+    let spec = view
+        .spec
+        .ok_or_else(|| ApiError::internal(format!("VM {vm} has no request")))?;
+    Ok(VmOut {
+        id: vm.as_uuid(),
+        name: spec.name.as_str().to_owned(),
+        provider: spec.provider.as_str().to_owned(),
+        template: spec.template.as_str().to_owned(),
+        status: view.lifecycle.status.as_str().to_owned(),
+        ip: view.lifecycle.ip,
+        created_at,
+        updated_at,
+        last_error: view.lifecycle.last_error,
+    })
 }
