@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use domain::provisioning::{Diagnostic, JobAction, JobId, VmId, VmSpec};
 use serde::{Deserialize, Serialize};
 
-/// A committed event as published on `<prefix>.events.vm.<vm_id>.<type>`.
+/// A committed event as published on `<prefix>.events.<kind>.<id>.<type>`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventEnvelope {
     pub version: u32,
     pub aggregate_type: String,
-    pub vm_id: VmId,
+    /// The VM id for `Provisioning` events, `catalog` for `Catalog` events.
+    pub aggregate_id: String,
     pub sequence: u64,
     #[serde(rename = "type")]
     pub event_type: String,

@@ -26,9 +26,18 @@ impl Subjects {
         )
     }
 
-    /// `<prefix>.events.vm.<vm_id>.<event_type>`, the event type in snake case.
-    pub fn event(&self, vm: VmId, event_type: &str) -> String {
-        format!("{}.events.vm.{vm}.{}", self.prefix, snake_case(event_type))
+    /// `<prefix>.events.<kind>.<id>.<event_type>`: kind `vm` for the `Provisioning`
+    /// aggregate, else the aggregate type in snake case; the event type in snake case.
+    pub fn event(&self, aggregate_type: &str, id: &str, event_type: &str) -> String {
+        let kind = match aggregate_type {
+            "Provisioning" => "vm".to_owned(),
+            other => snake_case(other),
+        };
+        format!(
+            "{}.events.{kind}.{id}.{}",
+            self.prefix,
+            snake_case(event_type)
+        )
     }
 
     /// Every event of one VM.
@@ -74,7 +83,7 @@ mod tests {
         let subjects = Subjects::new("provisioning");
         let vm: VmId = "0b6f8a4e-1111-4222-8333-444455556666".parse().unwrap();
         assert_eq!(
-            subjects.event(vm, "DestroyRequested"),
+            subjects.event("Provisioning", &vm.to_string(), "DestroyRequested"),
             "provisioning.events.vm.0b6f8a4e-1111-4222-8333-444455556666.destroy_requested"
         );
         assert_eq!(subjects.stream("EVENTS"), "PROVISIONING_EVENTS");

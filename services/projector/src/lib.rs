@@ -6,7 +6,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use domain::provisioning::{ProvisioningEvent, VmId, VmView};
-use store::feed::{self, FeedEvent};
+use store::feed;
 use store::views::{self, NewLog};
 use store::{sqlx, PgPool};
 use time::OffsetDateTime;
@@ -31,16 +31,19 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime)> = HashMap::new();
     for event in &events {
-        let (view, at) = match touched.entry(event.vm_id) {
+        let Some((vm, domain_event)) = event.provisioning()? else {
+            continue; // other aggregates have read models of their own
+        };
+        let (view, at) = match touched.entry(vm) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let view = views::load_for_update(&mut tx, event.vm_id).await?;
+                let view = views::load_for_update(&mut tx, vm).await?;
                 entry.insert((view.unwrap_or_default(), event.recorded_at))
             }
         };
-        if view.update(event.sequence, &event.event) {
+        if view.update(event.sequence, &domain_event) {
             *at = event.recorded_at;
-            fold_log(&mut tx, event).await?;
+            fold_log(&mut tx, vm, &domain_event, event.recorded_at).await?;
         }
     }
     for (vm, (view, at)) in &touched {
@@ -53,7 +56,9 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
 
 async fn fold_log(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    event: &FeedEvent,
+    vm: VmId,
+    event: &ProvisioningEvent,
+    at: OffsetDateTime,
 ) -> Result<(), sqlx::Error> {
     if let ProvisioningEvent::LogLine {
         job_id,
@@ -61,16 +66,16 @@ async fn fold_log(
         level,
         kind,
         message,
-    } = &event.event
+    } = event
     {
         let log = NewLog {
-            vm: event.vm_id,
+            vm,
             job_id: job_id.get(),
             line: *line,
             level,
             kind,
             message,
-            at: event.recorded_at,
+            at,
         };
         views::insert_log(tx, log).await?;
     }

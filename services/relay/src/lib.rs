@@ -48,40 +48,44 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
     for event in events {
         let envelope = EventEnvelope {
             version: 1,
-            aggregate_type: "Provisioning".to_owned(),
-            vm_id: event.vm_id,
+            aggregate_type: event.aggregate_type.clone(),
+            aggregate_id: event.aggregate_id.clone(),
             sequence: event.sequence,
             event_type: event.event_type.clone(),
             recorded_at: rfc3339(event.recorded_at),
             actor: event.actor(),
             data: event.payload.get("data").cloned().unwrap_or_default(),
         };
-        let message_id = format!("Provisioning:{}:{}", event.vm_id, event.sequence);
+        let subject = bus.subjects.event(
+            &event.aggregate_type,
+            &event.aggregate_id,
+            &event.event_type,
+        );
+        let message_id = format!(
+            "{}:{}:{}",
+            event.aggregate_type, event.aggregate_id, event.sequence
+        );
         publisher
-            .publish(
-                bus.subjects.event(event.vm_id, &event.event_type),
-                &message_id,
-                to_bytes(&envelope),
-            )
+            .publish(subject, &message_id, to_bytes(&envelope))
             .await?;
-        if let ProvisioningEvent::JobQueued {
-            job_id,
-            action,
-            spec,
-        } = &event.event
+        if let Some((
+            vm_id,
+            ProvisioningEvent::JobQueued {
+                job_id,
+                action,
+                spec,
+            },
+        )) = event.provisioning()?
         {
             let job = JobMessage {
-                vm_id: event.vm_id,
-                job_id: *job_id,
-                action: *action,
-                spec: spec.clone(),
+                vm_id,
+                job_id,
+                action,
+                spec,
             };
+            let subject = bus.subjects.job(&job.spec.provider);
             publisher
-                .publish(
-                    bus.subjects.job(&spec.provider),
-                    &job.message_id(),
-                    to_bytes(&job),
-                )
+                .publish(subject, &job.message_id(), to_bytes(&job))
                 .await?;
         }
     }

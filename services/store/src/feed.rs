@@ -21,14 +21,14 @@ pub struct Cursor {
     pub position: i64,
 }
 
-/// A committed event as the feed delivers it.
+/// A committed event as the feed delivers it, of any aggregate type.
 #[derive(Debug, Clone)]
 pub struct FeedEvent {
     pub cursor: Cursor,
-    pub vm_id: VmId,
+    pub aggregate_type: String,
+    pub aggregate_id: String,
     pub sequence: u64,
     pub event_type: String,
-    pub event: ProvisioningEvent,
     /// The payload as stored: `{"type": ..., "data": ...}`.
     pub payload: serde_json::Value,
     pub metadata: serde_json::Value,
@@ -42,11 +42,24 @@ impl FeedEvent {
             .and_then(|a| a.as_str())
             .map(str::to_owned)
     }
+
+    /// The VM and its event, for an event of the `Provisioning` aggregate.
+    pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, sqlx::Error> {
+        if self.aggregate_type != "Provisioning" {
+            return Ok(None);
+        }
+        let decode = |e: Box<dyn std::error::Error + Send + Sync>| sqlx::Error::Decode(e);
+        let vm = self.aggregate_id.parse().map_err(|e| decode(Box::new(e)))?;
+        let event =
+            serde_json::from_value(self.payload.clone()).map_err(|e| decode(Box::new(e)))?;
+        Ok(Some((vm, event)))
+    }
 }
 
 type Row = (
     i64,
     i64,
+    String,
     String,
     i64,
     String,
@@ -63,11 +76,10 @@ pub async fn read_after(
     limit: i64,
 ) -> Result<Vec<FeedEvent>, sqlx::Error> {
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT txid::text::bigint, position, aggregate_id, sequence, event_type,
+        "SELECT txid::text::bigint, position, aggregate_type, aggregate_id, sequence, event_type,
                 payload::jsonb, metadata::jsonb, recorded_at
          FROM events
-         WHERE aggregate_type = 'Provisioning'
-           AND (txid, position) > ($1::text::xid8, $2)
+         WHERE (txid, position) > ($1::text::xid8, $2)
            AND txid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY txid, position
          LIMIT $3",
@@ -77,26 +89,31 @@ pub async fn read_after(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    rows.into_iter().map(decode).collect()
+    Ok(rows.into_iter().map(decode).collect())
 }
 
-fn decode(row: Row) -> Result<FeedEvent, sqlx::Error> {
-    let (txid, position, aggregate_id, sequence, event_type, payload, metadata, recorded_at) = row;
-    let vm_id = aggregate_id
-        .parse()
-        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    let event =
-        serde_json::from_value(payload.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    Ok(FeedEvent {
-        cursor: Cursor { txid, position },
-        vm_id,
-        sequence: sequence as u64,
+fn decode(row: Row) -> FeedEvent {
+    let (
+        txid,
+        position,
+        aggregate_type,
+        aggregate_id,
+        sequence,
         event_type,
-        event,
         payload,
         metadata,
         recorded_at,
-    })
+    ) = row;
+    FeedEvent {
+        cursor: Cursor { txid, position },
+        aggregate_type,
+        aggregate_id,
+        sequence: sequence as u64,
+        event_type,
+        payload,
+        metadata,
+        recorded_at,
+    }
 }
 
 /// Where the follower `name` got to; the start if it never saved a checkpoint.

@@ -67,7 +67,7 @@ async fn published_events(app: &TestApp, expected: usize) -> Vec<(String, u64)> 
         if messages.len() >= expected || tokio::time::Instant::now() > deadline {
             return messages
                 .into_iter()
-                .map(|m| (m.vm_id.to_string(), m.sequence))
+                .map(|m| (m.aggregate_id, m.sequence))
                 .collect();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
