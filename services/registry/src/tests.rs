@@ -1,0 +1,147 @@
+use std::collections::HashMap;
+
+use secrecy::ExposeSecret;
+
+use super::*;
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const GOOD_TF: &str = r#"
+terraform {
+  required_providers {
+    cloud = { source = "example/cloud", version = "~> 1.2" }
+  }
+}
+variable "vm_id" {}
+variable "vm_name" {}
+variable "public_key" {}
+variable "image_name" {}
+variable "flavor_name" {}
+variable "allow_ssh_from_v4" {}
+variable "username" {}
+variable "user_data" {}
+variable "boot_callback_url" {}
+variable "phone_home_url" {}
+variable "duration_hours" {}
+variable "api_token" { sensitive = true }
+output "vm_ip" { value = "10.0.0.1" }
+output "vm_provision_status" { value = "PROVISIONING_COMPLETED" }
+"#;
+
+const GOOD_TOML: &str = r#"
+[[providers]]
+id = "cloud"
+name = "Cloud"
+folder = "cloud"
+enabled = true
+regions = ["north"]
+[[providers.credentials]]
+name = "TF_VAR_api_token"
+env = "CLOUD_API_TOKEN"
+secret = { name = "cloud-secret", key = "token" }
+"#;
+
+fn registry_with(tf: &str, toml: &str) -> (tempfile::TempDir, Result<Registry, RegistryError>) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cloud/main.tf", tf);
+    write(dir.path(), "providers.toml", toml);
+    let registry = Registry::load(dir.path());
+    (dir, registry)
+}
+
+fn problems(tf: &str, toml: &str) -> String {
+    match registry_with(tf, toml).1 {
+        Err(e) => e.to_string(),
+        Ok(_) => String::new(),
+    }
+}
+
+#[test]
+fn a_registry_matching_its_folders_loads() {
+    let (_dir, registry) = registry_with(GOOD_TF, GOOD_TOML);
+    let registry = registry.unwrap();
+    assert_eq!(registry.providers[0].regions, ["north"]);
+    assert_eq!(registry.providers[0].credentials[0].terraform_variable(), Some("api_token"));
+}
+
+#[test]
+fn an_unknown_folder_is_named() {
+    let toml = GOOD_TOML.replace("folder = \"cloud\"", "folder = \"nowhere\"");
+    assert!(problems(GOOD_TF, &toml).contains("nowhere does not exist"));
+}
+
+#[test]
+fn a_missing_output_is_named() {
+    let tf = GOOD_TF.replace("output \"vm_ip\"", "output \"address\"");
+    assert!(problems(&tf, GOOD_TOML).contains("declares no output vm_ip"));
+}
+
+#[test]
+fn a_missing_common_variable_is_named() {
+    let tf = GOOD_TF.replace("variable \"user_data\" {}", "");
+    assert!(problems(&tf, GOOD_TOML).contains("declares no variable user_data"));
+}
+
+#[test]
+fn a_credential_without_source_is_named() {
+    let toml = GOOD_TOML
+        .replace("env = \"CLOUD_API_TOKEN\"\n", "")
+        .replace("secret = { name = \"cloud-secret\", key = \"token\" }\n", "");
+    assert!(problems(GOOD_TF, &toml).contains("credential TF_VAR_api_token has no source"));
+}
+
+#[test]
+fn a_credential_feeding_an_undeclared_variable_is_named() {
+    let tf = GOOD_TF.replace("variable \"api_token\" { sensitive = true }", "");
+    assert!(problems(&tf, GOOD_TOML).contains("feeds variable api_token"));
+}
+
+#[test]
+fn an_unpinned_provider_is_named() {
+    let tf = GOOD_TF.replace(", version = \"~> 1.2\"", "");
+    assert!(problems(&tf, GOOD_TOML).contains("does not pin a version of provider cloud"));
+}
+
+#[test]
+fn an_enabled_template_of_a_disabled_provider_is_named() {
+    let toml = GOOD_TOML.replace("enabled = true", "enabled = false");
+    let (_dir, registry) = registry_with(GOOD_TF, &toml);
+    let problems = registry.unwrap().catalog_problems(&[
+        ("cloud".into(), "small".into(), true),
+        ("cloud".into(), "old".into(), false),
+        ("gone".into(), "tiny".into(), true),
+    ]);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("cloud/small"));
+    assert!(problems[1].contains("not in the registry"));
+}
+
+#[test]
+fn credentials_come_from_the_encrypted_file_before_the_environment() {
+    let (dir, registry) = registry_with(GOOD_TF, GOOD_TOML);
+    let registry = registry.unwrap();
+    let provider = &registry.providers[0];
+    let empty = Credentials::resolve(&registry, |_| None, HashMap::new());
+    assert!(!empty.present(provider));
+    let err = empty.runner_env(provider).unwrap_err().to_string();
+    assert!(err.contains("CLOUD_API_TOKEN"), "{err}");
+
+    let identity = age::x25519::Identity::generate();
+    let secret_file = dir.path().join("credentials.age");
+    let plaintext = b"# cloud\nCLOUD_API_TOKEN=from-file\n";
+    std::fs::write(&secret_file, age::encrypt(&identity.to_public(), plaintext).unwrap()).unwrap();
+    let key_file = dir.path().join("key.txt");
+    std::fs::write(&key_file, identity.to_string().expose_secret()).unwrap();
+    let file = Credentials::read_age_file(&secret_file, &key_file).unwrap();
+
+    let credentials = Credentials::resolve(&registry, |_| Some("from-env".into()), file);
+    let env = credentials.runner_env(provider).unwrap();
+    assert_eq!(env[0].0, "TF_VAR_api_token");
+    assert_eq!(env[0].1.expose_secret(), "from-file");
+    let env_only = Credentials::resolve(&registry, |_| Some("from-env".into()), HashMap::new());
+    assert_eq!(env_only.runner_env(provider).unwrap()[0].1.expose_secret(), "from-env");
+}
