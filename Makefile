@@ -1,11 +1,12 @@
 # Thin wrappers: the scripts in deploy/local/ do the work.
 .DEFAULT_GOAL := help
-.PHONY: help run test lint
+.PHONY: help run test lint bench
 
 help:
 	@echo "make run   start Postgres/NATS if needed, build and run provisioningd (all roles)"
 	@echo "make test  start Postgres/NATS if needed, fetch Terraform, cargo test --workspace"
 	@echo "make lint  cargo fmt --check and cargo clippy -D warnings"
+	@echo "make bench print the pipeline's throughput and latency figures on this machine"
 
 run:
 	bash deploy/local/run.sh
@@ -16,3 +17,6 @@ test:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+bench:
+	bash deploy/local/bench.sh

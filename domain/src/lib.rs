@@ -2,4 +2,5 @@
 //! through and which transitions are legal. This crate does no I/O; services load and store
 //! what it decides.
 
+pub mod catalog;
 pub mod provisioning;

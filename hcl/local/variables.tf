@@ -1,3 +1,6 @@
+# Common variables: every provider folder declares exactly these (see ../README.md).
+# The service writes them to terraform.tfvars.json.
+
 variable "vm_id" {
   type        = string
   description = "UUID of the VM (the Provisioning aggregate id)."
@@ -10,12 +13,12 @@ variable "vm_id" {
 
 variable "vm_name" {
   type        = string
-  description = "Human-readable name of the VM."
+  description = "Name of the VM: 1 to 63 characters of [a-z0-9-], starting with a letter."
 }
 
 variable "public_key" {
   type        = string
-  description = "SSH public key installed for the login user."
+  description = "OpenSSH public key installed for the login user."
 }
 
 variable "image_name" {
@@ -35,27 +38,37 @@ variable "flavor_name" {
 
 variable "allow_ssh_from_v4" {
   type        = list(string)
-  description = "IPv4 CIDR blocks allowed to reach port 22."
+  description = "IPv4 CIDR blocks allowed to reach the VM on tcp/22; nothing else may."
 
   validation {
-    condition     = alltrue([for cidr in var.allow_ssh_from_v4 : can(cidrhost(cidr, 0))])
-    error_message = "Every element of allow_ssh_from_v4 must be a CIDR block, e.g. 192.0.2.0/24."
+    condition     = length(var.allow_ssh_from_v4) > 0 && alltrue([for cidr in var.allow_ssh_from_v4 : can(cidrhost(cidr, 0))])
+    error_message = "The allow_ssh_from_v4 list must hold at least one CIDR block, e.g. 192.0.2.0/24."
   }
 }
 
 variable "username" {
   type        = string
-  description = "Login user created on the VM."
-  default     = "ubuntu"
+  description = "Login user of the VM."
+}
+
+variable "user_data" {
+  type        = string
+  description = "The cloud-init document rendered by the service, passed to the VM verbatim."
+}
+
+variable "boot_callback_url" {
+  type        = string
+  description = "URL the VM calls when it starts booting (already inside user_data); empty for none."
+  default     = ""
+}
+
+variable "phone_home_url" {
+  type        = string
+  description = "URL the VM calls when cloud-init has finished (already inside user_data); empty for none."
+  default     = ""
 }
 
 variable "duration_hours" {
   type        = number
-  description = "Lifetime of the VM in hours before it expires."
-}
-
-variable "callback_url" {
-  type        = string
-  description = "URL the VM calls when it has booted; empty for none."
-  default     = ""
+  description = "Lifetime of the VM in hours; the service destroys it when it expires."
 }

@@ -23,6 +23,7 @@ fn spec() -> VmSpec {
         .unwrap(),
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(8).unwrap(),
+        username: "ubuntu".into(),
     }
 }
 

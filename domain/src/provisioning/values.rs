@@ -242,6 +242,13 @@ pub struct VmSpec {
     pub ssh_public_key: SshPublicKey,
     pub allow_ssh_from: Vec<Cidr>,
     pub duration_hours: DurationHours,
+    /// The login user on the VM, from the template.
+    #[serde(default = "default_username")]
+    pub username: String,
+}
+
+fn default_username() -> String {
+    "ubuntu".to_owned()
 }
 
 #[cfg(test)]

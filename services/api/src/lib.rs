@@ -20,12 +20,15 @@ pub struct AppState {
     pub cqrs: Arc<store::ProvisioningCqrs>,
     pub bus: bus::Bus,
     pub admin_token: Arc<SecretString>,
+    pub registry: Arc<registry::Registry>,
+    pub credentials: Arc<registry::Credentials>,
 }
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(routes::vms::router())
         .merge(routes::providers::router())
+        .merge(routes::admin::router())
         .merge(openapi::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

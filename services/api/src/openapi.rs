@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{health, providers, vms};
+use crate::routes::{admin, health, providers, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -14,6 +14,9 @@ use crate::AppState;
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
         vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
         providers::list_providers, providers::list_templates,
+        admin::list_all_providers, admin::create_provider, admin::update_provider,
+        admin::reorder_providers, admin::list_all_templates, admin::create_template,
+        admin::update_template, admin::reorder_templates, admin::list_catalog_events,
         get_openapi,
     ),
     components(schemas(crate::error::ErrorBody)),

@@ -22,6 +22,11 @@ pub struct Config {
     /// Where Terraform keeps state (its `pg` backend); may hold a password.
     pub tf_backend_url: SecretString,
     pub json_logs: bool,
+    /// An age-encrypted file of `NAME=value` credential lines, and the identity to open it.
+    pub credentials_file: Option<(PathBuf, PathBuf)>,
+    /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
+    /// default) runs them as child processes of the dispatcher.
+    pub kubernetes: Option<dispatcher::KubernetesConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +69,20 @@ impl Config {
                 .and_then(|exe| exe.parent().map(|dir| dir.join("provisioning-runner")))
                 .unwrap_or_else(|| "provisioning-runner".into()),
         };
+        let kubernetes = kubernetes(&var)?;
+        if kubernetes
+            .as_ref()
+            .is_some_and(|k| k.backend_secret.is_none())
+            && url::Url::parse(&tf_backend_url).is_ok_and(|u| u.password().is_some())
+        {
+            return Err(ConfigError {
+                name: "PROVISIONING_K8S_BACKEND_SECRET",
+                reason:
+                    "must name the Secret (name/key) holding the Terraform backend's password: \
+                         runner Jobs get credentials from Secrets only"
+                        .into(),
+            });
+        }
         Ok(Self {
             http_addr,
             database_url: database_url.into(),
@@ -82,8 +101,134 @@ impl Config {
             runner_bin,
             tf_backend_url: tf_backend_url.into(),
             json_logs: var("PROVISIONING_LOG_FORMAT").as_deref() == Some("json"),
+            credentials_file: match (
+                var("PROVISIONING_CREDENTIALS_FILE"),
+                var("PROVISIONING_AGE_IDENTITY_FILE"),
+            ) {
+                (Some(file), Some(identity)) => Some((file.into(), identity.into())),
+                (None, None) => None,
+                _ => {
+                    return Err(ConfigError {
+                        name: "PROVISIONING_CREDENTIALS_FILE",
+                        reason: "needs PROVISIONING_AGE_IDENTITY_FILE, and the other way round"
+                            .into(),
+                    })
+                }
+            },
+            kubernetes,
         })
     }
+}
+
+/// The Kubernetes executor's settings (`PROVISIONING_EXECUTOR=kubernetes`), or `None` for
+/// the local executor.
+fn kubernetes(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<dispatcher::KubernetesConfig>, ConfigError> {
+    match var("PROVISIONING_EXECUTOR").as_deref() {
+        None | Some("local") => return Ok(None),
+        Some("kubernetes") => {}
+        Some(_) => {
+            return Err(ConfigError {
+                name: "PROVISIONING_EXECUTOR",
+                reason: "must be local or kubernetes".into(),
+            })
+        }
+    }
+    let image = var("PROVISIONING_K8S_RUNNER_IMAGE").ok_or(ConfigError {
+        name: "PROVISIONING_K8S_RUNNER_IMAGE",
+        reason: "must be set when PROVISIONING_EXECUTOR=kubernetes".into(),
+    })?;
+    let mut k8s = dispatcher::KubernetesConfig::new(image);
+    if let Some(namespace) = var("PROVISIONING_K8S_NAMESPACE") {
+        if namespace.len() > 63
+            || !namespace
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(ConfigError {
+                name: "PROVISIONING_K8S_NAMESPACE",
+                reason: "must be a namespace name: lowercase letters, digits and '-'".into(),
+            });
+        }
+        k8s.namespace = namespace;
+    }
+    let seconds = |name: &'static str| -> Result<Option<u32>, ConfigError> {
+        var(name)
+            .map(|v| {
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0 && n <= i32::MAX as u32)
+                    .ok_or(ConfigError {
+                        name,
+                        reason: "must be a positive number of seconds".into(),
+                    })
+            })
+            .transpose()
+    };
+    if let Some(ttl) = seconds("PROVISIONING_K8S_JOB_TTL_SECS")? {
+        k8s.job_ttl_secs = ttl as i32;
+    }
+    if let Some(deadline) = seconds("PROVISIONING_K8S_JOB_DEADLINE_SECS")? {
+        k8s.job_deadline_secs = i64::from(deadline);
+    }
+    if let Some(secret) = var("PROVISIONING_K8S_BACKEND_SECRET") {
+        k8s.backend_secret = Some(match secret.split_once('/') {
+            Some((name, key)) if !name.is_empty() && !key.is_empty() && !key.contains('/') => {
+                registry::SecretRef {
+                    name: name.into(),
+                    key: key.into(),
+                }
+            }
+            _ => {
+                return Err(ConfigError {
+                    name: "PROVISIONING_K8S_BACKEND_SECRET",
+                    reason: "must be <secret name>/<key>".into(),
+                })
+            }
+        });
+    }
+    let resources = &mut k8s.resources;
+    for (name, field) in [
+        (
+            "PROVISIONING_K8S_RUNNER_CPU_REQUEST",
+            &mut resources.cpu_request,
+        ),
+        (
+            "PROVISIONING_K8S_RUNNER_CPU_LIMIT",
+            &mut resources.cpu_limit,
+        ),
+        (
+            "PROVISIONING_K8S_RUNNER_MEMORY_REQUEST",
+            &mut resources.memory_request,
+        ),
+        (
+            "PROVISIONING_K8S_RUNNER_MEMORY_LIMIT",
+            &mut resources.memory_limit,
+        ),
+    ] {
+        if let Some(quantity) = var(name) {
+            *field = quantity;
+        }
+    }
+    Ok(Some(k8s))
+}
+
+/// The credential values of the registry's providers: from the encrypted credentials file
+/// if configured, else from this process's environment.
+pub fn credentials(
+    registry: &registry::Registry,
+    config: &Config,
+) -> Result<registry::Credentials, registry::CredentialError> {
+    let file = match &config.credentials_file {
+        Some((file, identity)) => registry::Credentials::read_age_file(file, identity)?,
+        None => Default::default(),
+    };
+    Ok(registry::Credentials::resolve(
+        registry,
+        |name| std::env::var(name).ok(),
+        file,
+    ))
 }
 
 /// Splits a Postgres URL into Terraform's `conn_str` without the password (the `pg`
@@ -123,5 +268,77 @@ mod tests {
         assert_eq!(conn, "postgres://tf@db/state?sslmode=require");
         assert!(password.is_none());
         assert!(backend_connection("mysql://x/y").is_err());
+    }
+
+    fn kubernetes_from(
+        vars: &[(&str, &str)],
+    ) -> Result<Option<dispatcher::KubernetesConfig>, ConfigError> {
+        let vars: std::collections::HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        kubernetes(&|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn the_local_executor_is_the_default() {
+        assert!(kubernetes_from(&[]).unwrap().is_none());
+        assert!(kubernetes_from(&[("PROVISIONING_EXECUTOR", "local")])
+            .unwrap()
+            .is_none());
+        let error = kubernetes_from(&[("PROVISIONING_EXECUTOR", "docker")]).unwrap_err();
+        assert_eq!(error.name, "PROVISIONING_EXECUTOR");
+    }
+
+    #[test]
+    fn the_kubernetes_executor_needs_an_image_and_reads_its_settings() {
+        let error = kubernetes_from(&[("PROVISIONING_EXECUTOR", "kubernetes")]).unwrap_err();
+        assert_eq!(error.name, "PROVISIONING_K8S_RUNNER_IMAGE");
+
+        let k8s = kubernetes_from(&[
+            ("PROVISIONING_EXECUTOR", "kubernetes"),
+            ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(k8s.namespace, "default");
+        assert_eq!(k8s.job_ttl_secs, 3600);
+        assert_eq!(k8s.job_deadline_secs, 7200);
+        assert!(k8s.backend_secret.is_none());
+
+        let k8s = kubernetes_from(&[
+            ("PROVISIONING_EXECUTOR", "kubernetes"),
+            ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
+            ("PROVISIONING_K8S_NAMESPACE", "provisioning"),
+            ("PROVISIONING_K8S_JOB_TTL_SECS", "60"),
+            ("PROVISIONING_K8S_JOB_DEADLINE_SECS", "900"),
+            ("PROVISIONING_K8S_BACKEND_SECRET", "tf-backend/password"),
+            ("PROVISIONING_K8S_RUNNER_MEMORY_LIMIT", "2Gi"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(k8s.namespace, "provisioning");
+        assert_eq!(k8s.job_ttl_secs, 60);
+        assert_eq!(k8s.job_deadline_secs, 900);
+        let secret = k8s.backend_secret.unwrap();
+        assert_eq!(
+            (secret.name.as_str(), secret.key.as_str()),
+            ("tf-backend", "password")
+        );
+        assert_eq!(k8s.resources.memory_limit, "2Gi");
+
+        for (name, value) in [
+            ("PROVISIONING_K8S_BACKEND_SECRET", "tf-backend"),
+            ("PROVISIONING_K8S_JOB_TTL_SECS", "-1"),
+            ("PROVISIONING_K8S_NAMESPACE", "Not_A_Namespace"),
+        ] {
+            let error = kubernetes_from(&[
+                ("PROVISIONING_EXECUTOR", "kubernetes"),
+                ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
+                (name, value),
+            ])
+            .unwrap_err();
+            assert_eq!(error.name, name);
+        }
     }
 }

@@ -5,4 +5,4 @@ mod startup;
 pub mod telemetry;
 
 pub use config::{Config, ConfigError};
-pub use startup::{Application, Roles, StartupError};
+pub use startup::{check_catalog, Application, Roles, StartupError};

@@ -1,14 +1,16 @@
 use anyhow::Context;
 use daemon::{telemetry, Application, Config, Roles};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
-const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections]
+const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|providers validate|providers list]
 
   run (default)         every role in one process
   api, relay, ...       one role (for scale-out)
   migrate               apply the database migrations and exit
   openapi               print the OpenAPI document
   rebuild-projections   rebuild the read models from the events table
+  providers validate    check hcl/providers.toml against the Terraform folders and the catalog
+  providers list        print the provider registry
 
 Configuration comes from the environment; see docs/operations.md.";
 
@@ -42,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
         "migrate" | "rebuild-projections" => Roles::NONE,
+        "providers" => return providers(std::env::args().nth(2).as_deref()).await,
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return Ok(());
@@ -94,6 +97,47 @@ async fn main() -> anyhow::Result<()> {
         stop.cancel();
     });
     app.run_until_stopped().await?;
+    Ok(())
+}
+
+/// `providers validate` and `providers list`.
+async fn providers(command: Option<&str>) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let registry = registry::Registry::load(&config.hcl_dir)?;
+    let credentials = daemon::config::credentials(&registry, &config)?;
+    match command {
+        Some("validate") => {
+            let pool = store::connect(config.database_url.expose_secret(), 2).await?;
+            store::migrate(&pool).await?;
+            daemon::check_catalog(&pool, &registry).await?;
+            println!(
+                "provider registry OK: {} providers, folders and catalog match",
+                registry.providers.len()
+            );
+        }
+        Some("list") => {
+            println!(
+                "{:<14} {:<28} {:<8} {:<12} {:<30} credentials",
+                "id", "name", "enabled", "folder", "regions"
+            );
+            for p in &registry.providers {
+                let present = match (p.credentials.is_empty(), credentials.present(p)) {
+                    (true, _) => "none needed",
+                    (false, true) => "present",
+                    (false, false) => "missing",
+                };
+                println!(
+                    "{:<14} {:<28} {:<8} {:<12} {:<30} {present}",
+                    p.id,
+                    p.name,
+                    p.enabled,
+                    p.folder,
+                    p.regions.join(",")
+                );
+            }
+        }
+        _ => anyhow::bail!("usage: provisioningd providers validate|list"),
+    }
     Ok(())
 }
 

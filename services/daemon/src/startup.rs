@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dispatcher::{Dispatcher, DispatcherConfig, LocalExecutor};
+use dispatcher::{Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor};
 use ingester::Ingester;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::net::TcpListener;
@@ -48,6 +48,14 @@ pub enum StartupError {
     Nats(#[from] bus::async_nats::ConnectError),
     #[error("JetStream: {0}")]
     JetStream(#[from] bus::SetupError),
+    #[error("{0}")]
+    Registry(#[from] registry::RegistryError),
+    #[error("the catalog does not match the provider registry:\n  {}", .0.join("\n  "))]
+    Catalog(Vec<String>),
+    #[error("credentials: {0}")]
+    Credentials(#[from] registry::CredentialError),
+    #[error("Kubernetes executor: {0}")]
+    Kubernetes(#[from] dispatcher::ExecutorError),
     #[error("could not listen on {addr}: {source}")]
     Listen {
         addr: std::net::SocketAddr,
@@ -61,7 +69,7 @@ pub struct Application {
     port: u16,
     state: api::AppState,
     dispatcher: DispatcherConfig,
-    runner_bin: std::path::PathBuf,
+    executor: Arc<dyn Executor>,
     cancel: CancellationToken,
 }
 
@@ -73,12 +81,26 @@ impl Application {
         roles: Roles,
         admin_token: SecretString,
     ) -> Result<Self, StartupError> {
+        let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
+        let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
         let pool = store::connect(config.database_url.expose_secret(), 20).await?;
         store::migrate(&pool).await?;
+        check_catalog(&pool, &registry).await?;
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
         bus::setup(&bus).await?;
         let (backend_conn_str, backend_password) =
             backend_connection(config.tf_backend_url.expose_secret())?;
+        let backend_secret = config
+            .kubernetes
+            .as_ref()
+            .and_then(|k8s| k8s.backend_secret.clone());
+        let executor: Arc<dyn Executor> = match config.kubernetes {
+            Some(k8s) if roles.dispatcher => Arc::new(KubernetesExecutor::connect(k8s).await?),
+            _ => Arc::new(LocalExecutor {
+                runner_bin: config.runner_bin,
+                bus: bus.clone(),
+            }),
+        };
         let (listener, port) = if roles.api {
             let listener = TcpListener::bind(config.http_addr)
                 .await
@@ -96,6 +118,8 @@ impl Application {
             pool,
             bus,
             admin_token: Arc::new(admin_token),
+            registry: registry.clone(),
+            credentials: credentials.clone(),
         };
         Ok(Self {
             roles,
@@ -108,9 +132,12 @@ impl Application {
                 nats_url: config.nats_url,
                 backend_conn_str,
                 backend_password,
+                backend_secret,
                 terraform_bin: config.terraform_bin,
+                registry,
+                credentials,
             },
-            runner_bin: config.runner_bin,
+            executor,
             cancel: CancellationToken::new(),
         })
     }
@@ -125,6 +152,14 @@ impl Application {
 
     pub fn bus(&self) -> &bus::Bus {
         &self.state.bus
+    }
+
+    pub fn registry(&self) -> &registry::Registry {
+        &self.state.registry
+    }
+
+    pub fn credentials(&self) -> &registry::Credentials {
+        &self.state.credentials
     }
 
     /// Cancelling this token stops every role of the application.
@@ -152,9 +187,7 @@ impl Application {
                 config: self.dispatcher,
                 pool: state.pool.clone(),
                 bus: state.bus.clone(),
-                executor: Arc::new(LocalExecutor {
-                    runner_bin: self.runner_bin,
-                }),
+                executor: self.executor,
             };
             tasks.spawn(dispatcher.run(cancel.clone()));
         }
@@ -177,5 +210,23 @@ impl Application {
         }
         while tasks.join_next().await.is_some() {}
         result
+    }
+}
+
+/// Stops the start when an enabled template names a provider the registry lacks or disables.
+pub async fn check_catalog(
+    pool: &store::PgPool,
+    registry: &registry::Registry,
+) -> Result<(), StartupError> {
+    let templates = store::catalog::all_templates(pool, None)
+        .await
+        .map_err(store::StoreError::from)?;
+    let rows: Vec<(String, String, bool)> = templates
+        .into_iter()
+        .map(|t| (t.provider_id, t.id, t.enabled))
+        .collect();
+    match registry.catalog_problems(&rows) {
+        problems if problems.is_empty() => Ok(()),
+        problems => Err(StartupError::Catalog(problems)),
     }
 }

@@ -11,10 +11,24 @@ pub struct Launch {
     pub vm_id: VmId,
     pub job_id: JobId,
     pub action: JobAction,
+    /// The runner's environment, credentials excepted.
     pub env: Vec<(String, String)>,
-    /// Environment that must not be logged or shown (locally: variables of the child
-    /// process; on Kubernetes: Secret references).
-    pub secret_env: Vec<(String, SecretString)>,
+    /// The runner's credentials, each with what each kind of executor needs of it.
+    pub credentials: Vec<LaunchCredential>,
+    /// The working directory the dispatcher prepared.
+    pub workdir: PathBuf,
+}
+
+/// A credential of a runner: never logged, never shown.
+pub struct LaunchCredential {
+    /// The runner's environment variable.
+    pub name: String,
+    /// Where the daemon takes the value from, for messages (`NREC_OS_PASSWORD`).
+    pub source: Option<String>,
+    /// The value, when the daemon holds it (what the local executor passes).
+    pub value: Option<SecretString>,
+    /// The Kubernetes Secret holding it (what a Kubernetes executor references).
+    pub secret: Option<registry::SecretRef>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -27,9 +41,12 @@ pub trait Executor: Send + Sync {
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError>;
 }
 
-/// Runs the runner binary as a child process of the daemon.
+/// Runs the runner binary as a child process of the daemon. When a runner ends without
+/// having delivered its result (it crashed, was killed, or could not reach NATS), the
+/// executor reports the job as failed on its behalf, so the VM does not wait for ever.
 pub struct LocalExecutor {
     pub runner_bin: PathBuf,
+    pub bus: bus::Bus,
 }
 
 #[async_trait::async_trait]
@@ -41,8 +58,14 @@ impl Executor for LocalExecutor {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        for (name, value) in &launch.secret_env {
-            cmd.env(name, value.expose_secret());
+        for credential in &launch.credentials {
+            let value = credential.value.as_ref().ok_or_else(|| {
+                ExecutorError(format!(
+                    "credential {} is not set",
+                    credential.source.as_deref().unwrap_or(&credential.name)
+                ))
+            })?;
+            cmd.env(&credential.name, value.expose_secret());
         }
         let mut child = cmd
             .spawn()
@@ -51,11 +74,17 @@ impl Executor for LocalExecutor {
         let name = format!("local:{pid}");
         tracing::info!(pid, action = launch.action.as_str(), "runner started");
         // Reap the child, so it leaves no zombie; its reports go over NATS.
+        let bus = self.bus.clone();
+        let (vm_id, job_id) = (launch.vm_id, launch.job_id);
         tokio::spawn(async move {
-            match child.wait().await {
-                Ok(status) if status.success() => tracing::debug!(pid, "runner ended"),
-                Ok(status) => tracing::warn!(pid, %status, "runner ended with an error"),
-                Err(e) => tracing::warn!(pid, error = %e, "could not wait for the runner"),
+            let reason = match child.wait().await {
+                Ok(status) if status.success() => return tracing::debug!(pid, "runner ended"),
+                Ok(status) => format!("the runner ended ({status}) before reporting a result"),
+                Err(e) => format!("the runner was lost: {e}"),
+            };
+            tracing::warn!(pid, %reason, "reporting the job as failed");
+            if let Err(e) = crate::report_failure(&bus, vm_id, job_id, reason).await {
+                tracing::error!(pid, error = %e, "could not report the job as failed");
             }
         });
         Ok(name)

@@ -3,10 +3,13 @@
 //! the job only once the runner is started. A job whose runner cannot be started is
 //! reported as failed, so the VM does not wait for ever.
 
+pub mod cloud_init;
 mod executor;
+mod kubernetes;
 mod workdir;
 
-pub use executor::{Executor, ExecutorError, Launch, LocalExecutor};
+pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
+pub use kubernetes::{KubernetesConfig, KubernetesExecutor, RunnerResources};
 pub use workdir::{prepare, WorkdirError};
 
 use std::path::PathBuf;
@@ -15,7 +18,7 @@ use std::time::Duration;
 
 use bus::async_nats::jetstream::Message;
 use bus::{Bus, JobMessage, Publisher, RunnerMessage, RunnerReport};
-use domain::provisioning::Diagnostic;
+use domain::provisioning::{Diagnostic, JobId, VmId};
 use futures::StreamExt;
 use secrecy::SecretString;
 use store::PgPool;
@@ -31,7 +34,12 @@ pub struct DispatcherConfig {
     /// `conn_str` of Terraform's `pg` backend, without a password.
     pub backend_conn_str: String,
     pub backend_password: Option<SecretString>,
+    /// The Kubernetes Secret holding that password (Kubernetes executor).
+    pub backend_secret: Option<registry::SecretRef>,
     pub terraform_bin: PathBuf,
+    pub registry: Arc<registry::Registry>,
+    /// Credential values for runners (local executor).
+    pub credentials: Arc<registry::Credentials>,
 }
 
 pub struct Dispatcher {
@@ -87,13 +95,47 @@ impl Dispatcher {
         }
         if let Err(reason) = self.start(&job).await {
             tracing::error!(%reason, "could not start the runner");
-            self.report_failure(&job, reason).await?;
+            report_failure(&self.bus, job.vm_id, job.job_id, reason).await?;
         }
         message.ack().await
     }
 
     async fn start(&self, job: &JobMessage) -> Result<String, String> {
-        let workdir = prepare(&self.config, job).map_err(|e| e.to_string())?;
+        let provider = self
+            .config
+            .registry
+            .provider(job.spec.provider.as_str())
+            .filter(|p| p.enabled)
+            .ok_or_else(|| {
+                format!(
+                    "provider {:?} is not enabled in the registry",
+                    job.spec.provider.as_str()
+                )
+            })?;
+        let mut credentials: Vec<LaunchCredential> = provider
+            .credentials
+            .iter()
+            .map(|c| LaunchCredential {
+                name: c.name.clone(),
+                source: c.env.clone(),
+                value: self.config.credentials.value(c),
+                secret: c.secret.clone(),
+            })
+            .collect();
+        if self.config.backend_password.is_some() || self.config.backend_secret.is_some() {
+            credentials.push(LaunchCredential {
+                name: "RUNNER_BACKEND_PASSWORD".to_owned(),
+                source: None,
+                value: self.config.backend_password.clone(),
+                secret: self.config.backend_secret.clone(),
+            });
+        }
+        let secret_names = credentials
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let workdir = prepare(&self.config, job, provider).map_err(|e| e.to_string())?;
         let launch = Launch {
             vm_id: job.vm_id,
             job_id: job.job_id,
@@ -116,49 +158,49 @@ impl Dispatcher {
                     "RUNNER_BACKEND_CONN_STR".into(),
                     self.config.backend_conn_str.clone(),
                 ),
+                // Names only: the runner redacts these variables' values from what it publishes.
+                ("RUNNER_SECRET_ENV".into(), secret_names),
             ],
-            secret_env: self
-                .config
-                .backend_password
-                .iter()
-                .map(|p| ("RUNNER_BACKEND_PASSWORD".to_owned(), p.clone()))
-                .collect(),
+            credentials,
+            workdir,
         };
         self.executor
             .start(launch)
             .await
             .map_err(|e| format!("could not start the runner: {e}"))
     }
+}
 
-    /// Reports a job that never ran as failed, the way its runner would have.
-    async fn report_failure(
-        &self,
-        job: &JobMessage,
-        reason: String,
-    ) -> Result<(), bus::async_nats::Error> {
-        let message = RunnerMessage {
-            vm_id: job.vm_id,
-            job_id: job.job_id,
-            report: RunnerReport::Result {
-                exit_code: -1,
-                outputs: Default::default(),
-                diagnostics: vec![Diagnostic {
-                    severity: "error".into(),
-                    summary: reason,
-                    detail: String::new(),
-                }],
-            },
-        };
-        let mut publisher = Publisher::new(self.bus.jetstream.clone(), 1);
-        let subject = self.bus.subjects.runner(job.vm_id, job.job_id, "result");
-        publisher
-            .publish(
-                subject,
-                &message.message_id(),
-                serde_json::to_vec(&message)?.into(),
-            )
-            .await?;
-        publisher.flush().await?;
-        Ok(())
-    }
+/// Reports a job whose runner never ran, or ended without reporting, as failed, the way its
+/// runner would have. A second result for a job that did report is refused by the VM.
+pub async fn report_failure(
+    bus: &Bus,
+    vm_id: VmId,
+    job_id: JobId,
+    reason: String,
+) -> Result<(), bus::async_nats::Error> {
+    let message = RunnerMessage {
+        vm_id,
+        job_id,
+        report: RunnerReport::Result {
+            exit_code: -1,
+            outputs: Default::default(),
+            diagnostics: vec![Diagnostic {
+                severity: "error".into(),
+                summary: reason,
+                detail: String::new(),
+            }],
+        },
+    };
+    let mut publisher = Publisher::new(bus.jetstream.clone(), 1);
+    let subject = bus.subjects.runner(vm_id, job_id, "result");
+    publisher
+        .publish(
+            subject,
+            &message.message_id(),
+            serde_json::to_vec(&message)?.into(),
+        )
+        .await?;
+    publisher.flush().await?;
+    Ok(())
 }

@@ -12,6 +12,8 @@ use crate::DispatcherConfig;
 pub enum WorkdirError {
     #[error("provider {provider:?} has no Terraform folder at {path}")]
     UnknownProvider { provider: String, path: PathBuf },
+    #[error("could not render cloud-init: {0}")]
+    CloudInit(#[from] askama::Error),
     #[error("could not prepare {path}: {source}")]
     Io {
         path: PathBuf,
@@ -28,8 +30,12 @@ terraform {
 "#;
 
 /// Makes `<work_dir>/<vm_id>/job-<n>/` afresh and returns it.
-pub fn prepare(config: &DispatcherConfig, job: &JobMessage) -> Result<PathBuf, WorkdirError> {
-    let source = config.hcl_dir.join(job.spec.provider.as_str());
+pub fn prepare(
+    config: &DispatcherConfig,
+    job: &JobMessage,
+    provider: &registry::Provider,
+) -> Result<PathBuf, WorkdirError> {
+    let source = config.hcl_dir.join(&provider.folder);
     if !source.is_dir() {
         return Err(WorkdirError::UnknownProvider {
             provider: job.spec.provider.as_str().to_owned(),
@@ -50,7 +56,8 @@ pub fn prepare(config: &DispatcherConfig, job: &JobMessage) -> Result<PathBuf, W
     copy_dir(&source, &dir)?;
     std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
     let tfvars = dir.join("terraform.tfvars.json");
-    let vars = variables(job);
+    let user_data = crate::cloud_init::render(job, &provider.cloud_init)?;
+    let vars = variables(job, &user_data);
     std::fs::write(
         &tfvars,
         serde_json::to_vec_pretty(&vars).unwrap_or_default(),
@@ -59,8 +66,8 @@ pub fn prepare(config: &DispatcherConfig, job: &JobMessage) -> Result<PathBuf, W
     Ok(dir)
 }
 
-/// The common variables every provider declares.
-pub fn variables(job: &JobMessage) -> serde_json::Value {
+/// The common variables every provider declares (`registry::COMMON_VARIABLES`).
+pub fn variables(job: &JobMessage, user_data: &str) -> serde_json::Value {
     let spec = &job.spec;
     json!({
         "vm_id": job.vm_id.to_string(),
@@ -70,6 +77,10 @@ pub fn variables(job: &JobMessage) -> serde_json::Value {
         "flavor_name": spec.flavor_name,
         "allow_ssh_from_v4": spec.allow_ssh_from.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
         "duration_hours": spec.duration_hours.get(),
+        "username": spec.username,
+        "user_data": user_data,
+        "boot_callback_url": "",
+        "phone_home_url": "",
     })
 }
 
@@ -115,17 +126,40 @@ mod tests {
                 ssh_public_key: SshPublicKey::parse("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ t@e").unwrap(),
                 allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
                 duration_hours: DurationHours::parse(4).unwrap(),
+        username: "ubuntu".into(),
             },
         }
     }
 
+    fn provider(folder: &str) -> registry::Provider {
+        registry::Provider {
+            id: "local".into(),
+            name: "Local".into(),
+            folder: folder.into(),
+            enabled: true,
+            regions: vec![],
+            cloud_init: registry::CloudInit {
+                create_user: true,
+                eessi: false,
+            },
+            credentials: vec![],
+        }
+    }
+
     fn config(work: &Path) -> DispatcherConfig {
+        let hcl_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hcl");
         DispatcherConfig {
-            hcl_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hcl"),
+            registry: std::sync::Arc::new(registry::Registry {
+                hcl_dir: hcl_dir.clone(),
+                providers: vec![provider("local")],
+            }),
+            credentials: Default::default(),
+            hcl_dir,
             work_dir: work.to_owned(),
             nats_url: String::new(),
             backend_conn_str: String::new(),
             backend_password: Some("hunter2-secret".to_owned().into()),
+            backend_secret: None,
             terraform_bin: "terraform".into(),
         }
     }
@@ -134,7 +168,7 @@ mod tests {
     fn the_working_directory_holds_the_provider_files_the_backend_and_the_variables() {
         let work = tempfile::tempdir().unwrap();
         let job = job("local");
-        let dir = prepare(&config(work.path()), &job).unwrap();
+        let dir = prepare(&config(work.path()), &job, &provider("local")).unwrap();
         assert!(dir.ends_with(format!("{}/job-1", job.vm_id)));
         assert!(dir.join("variables.tf").is_file());
         assert!(std::fs::read_to_string(dir.join("backend.tf"))
@@ -146,6 +180,20 @@ mod tests {
         assert_eq!(vars["vm_id"], job.vm_id.to_string());
         assert_eq!(vars["allow_ssh_from_v4"], json!(["192.0.2.0/24"]));
         assert_eq!(vars["flavor_name"], "local.small");
+        assert!(vars["user_data"]
+            .as_str()
+            .unwrap()
+            .starts_with("#cloud-config"));
+        let mut names: Vec<&str> = vars
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        let mut common = registry::COMMON_VARIABLES.to_vec();
+        names.sort();
+        common.sort();
+        assert_eq!(names, common, "every common variable, and only those");
         let all = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
@@ -159,7 +207,7 @@ mod tests {
     #[test]
     fn a_provider_without_a_folder_is_refused_by_name() {
         let work = tempfile::tempdir().unwrap();
-        let err = prepare(&config(work.path()), &job("nowhere")).unwrap_err();
-        assert!(err.to_string().contains("\"nowhere\""), "{err}");
+        let err = prepare(&config(work.path()), &job("local"), &provider("nowhere")).unwrap_err();
+        assert!(err.to_string().contains("nowhere"), "{err}");
     }
 }

@@ -1,6 +1,8 @@
 //! The projector: folds committed events, in commit order, into the read models
-//! (`vm_views`, `vm_logs`). Each batch and its checkpoint commit in one transaction, so
-//! every event is folded exactly once; `rebuild` replays the whole events table.
+//! (`vm_views`, `vm_logs`, and the catalog's `providers` and `templates`). Each batch and its
+//! checkpoint commit in one transaction, so every event is folded exactly once; `rebuild`
+//! replays the whole events table (onto the catalog tables as they are: the catalog's fold
+//! only sets values, so replaying it changes nothing).
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -31,6 +33,9 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime)> = HashMap::new();
     for event in &events {
+        if store::catalog::fold(&mut tx, event).await? {
+            continue;
+        }
         let Some((vm, domain_event)) = event.provisioning()? else {
             continue; // other aggregates have read models of their own
         };

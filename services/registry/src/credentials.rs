@@ -34,11 +34,14 @@ impl Credentials {
     ) -> Self {
         let mut values = HashMap::new();
         for credential in registry.providers.iter().flat_map(|p| &p.credentials) {
-            let Some(source) = &credential.env else { continue };
-            let value = file
-                .get(source)
-                .cloned()
-                .or_else(|| lookup(source).filter(|v| !v.is_empty()).map(SecretString::from));
+            let Some(source) = &credential.env else {
+                continue;
+            };
+            let value = file.get(source).cloned().or_else(|| {
+                lookup(source)
+                    .filter(|v| !v.is_empty())
+                    .map(SecretString::from)
+            });
             if let Some(value) = value {
                 values.insert(source.clone(), value);
             }
@@ -74,6 +77,15 @@ impl Credentials {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.trim().to_owned(), SecretString::from(v.trim().to_owned())))
             .collect())
+    }
+
+    /// The value of one credential, if the daemon holds it.
+    pub fn value(&self, credential: &crate::Credential) -> Option<SecretString> {
+        credential
+            .env
+            .as_ref()
+            .and_then(|source| self.values.get(source))
+            .cloned()
     }
 
     /// Whether every credential of the provider has a value here.

@@ -152,7 +152,10 @@ impl Registry {
                 problem(format!("{} declares no output {missing}", folder.display()));
             }
             for missing in facts.missing_variables() {
-                problem(format!("{} declares no variable {missing}", folder.display()));
+                problem(format!(
+                    "{} declares no variable {missing}",
+                    folder.display()
+                ));
             }
             for c in &p.credentials {
                 if let Some(var) = c.terraform_variable() {

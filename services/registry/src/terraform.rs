@@ -62,9 +62,14 @@ impl FolderFacts {
                     self.outputs.insert(name);
                 }
                 ("terraform", _) => {
-                    for required in block.body().blocks().filter(|b| b.identifier() == "required_providers") {
+                    for required in block
+                        .body()
+                        .blocks()
+                        .filter(|b| b.identifier() == "required_providers")
+                    {
                         for attr in required.body().attributes() {
-                            self.providers.insert(attr.key().to_owned(), version_of(attr.expr()));
+                            self.providers
+                                .insert(attr.key().to_owned(), version_of(attr.expr()));
                         }
                     }
                 }

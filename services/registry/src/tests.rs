@@ -65,7 +65,10 @@ fn a_registry_matching_its_folders_loads() {
     let (_dir, registry) = registry_with(GOOD_TF, GOOD_TOML);
     let registry = registry.unwrap();
     assert_eq!(registry.providers[0].regions, ["north"]);
-    assert_eq!(registry.providers[0].credentials[0].terraform_variable(), Some("api_token"));
+    assert_eq!(
+        registry.providers[0].credentials[0].terraform_variable(),
+        Some("api_token")
+    );
 }
 
 #[test]
@@ -90,7 +93,10 @@ fn a_missing_common_variable_is_named() {
 fn a_credential_without_source_is_named() {
     let toml = GOOD_TOML
         .replace("env = \"CLOUD_API_TOKEN\"\n", "")
-        .replace("secret = { name = \"cloud-secret\", key = \"token\" }\n", "");
+        .replace(
+            "secret = { name = \"cloud-secret\", key = \"token\" }\n",
+            "",
+        );
     assert!(problems(GOOD_TF, &toml).contains("credential TF_VAR_api_token has no source"));
 }
 
@@ -133,7 +139,11 @@ fn credentials_come_from_the_encrypted_file_before_the_environment() {
     let identity = age::x25519::Identity::generate();
     let secret_file = dir.path().join("credentials.age");
     let plaintext = b"# cloud\nCLOUD_API_TOKEN=from-file\n";
-    std::fs::write(&secret_file, age::encrypt(&identity.to_public(), plaintext).unwrap()).unwrap();
+    std::fs::write(
+        &secret_file,
+        age::encrypt(&identity.to_public(), plaintext).unwrap(),
+    )
+    .unwrap();
     let key_file = dir.path().join("key.txt");
     std::fs::write(&key_file, identity.to_string().expose_secret()).unwrap();
     let file = Credentials::read_age_file(&secret_file, &key_file).unwrap();
@@ -143,5 +153,8 @@ fn credentials_come_from_the_encrypted_file_before_the_environment() {
     assert_eq!(env[0].0, "TF_VAR_api_token");
     assert_eq!(env[0].1.expose_secret(), "from-file");
     let env_only = Credentials::resolve(&registry, |_| Some("from-env".into()), HashMap::new());
-    assert_eq!(env_only.runner_env(provider).unwrap()[0].1.expose_secret(), "from-env");
+    assert_eq!(
+        env_only.runner_env(provider).unwrap()[0].1.expose_secret(),
+        "from-env"
+    );
 }

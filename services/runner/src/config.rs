@@ -13,12 +13,18 @@ pub struct RunnerConfig {
     pub action: JobAction,
     /// The prepared Terraform working directory.
     pub workdir: PathBuf,
+    /// A read-only copy of the working directory's files (a Kubernetes ConfigMap mount),
+    /// copied into `workdir` before `terraform init`, which writes into its directory.
+    pub source_dir: Option<PathBuf>,
     pub terraform_bin: PathBuf,
     /// `conn_str` of Terraform's `pg` backend, without a password.
     pub backend_conn_str: String,
     /// Given to Terraform as `PGPASSWORD`, so it appears in no argument list.
     pub backend_password: Option<SecretString>,
     pub runner_name: String,
+    /// Values of the variables named in `RUNNER_SECRET_ENV` (credentials): redacted from
+    /// every line and result the runner publishes.
+    pub secret_values: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +61,9 @@ impl RunnerConfig {
             ),
             action,
             workdir: var("RUNNER_WORKDIR")?.into(),
+            source_dir: std::env::var_os("RUNNER_SOURCE_DIR")
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from),
             terraform_bin: var("TERRAFORM_BIN")
                 .unwrap_or_else(|_| "terraform".into())
                 .into(),
@@ -62,6 +71,12 @@ impl RunnerConfig {
             backend_password: std::env::var("RUNNER_BACKEND_PASSWORD")
                 .ok()
                 .map(SecretString::from),
+            secret_values: std::env::var("RUNNER_SECRET_ENV")
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|name| std::env::var(name.trim()).ok())
+                .filter(|value| !value.is_empty())
+                .collect(),
             runner_name: std::env::var("RUNNER_NAME")
                 .unwrap_or_else(|_| format!("local:{}", std::process::id())),
         })

@@ -6,13 +6,17 @@
 
 mod config;
 mod lines;
+mod redact;
 mod terraform;
 
 pub use config::{ConfigError, RunnerConfig};
 pub use lines::parse_line;
+pub use redact::{Redactor, REDACTED};
+
+use std::path::Path;
 
 use bus::{Bus, Publisher, RunnerMessage, RunnerReport};
-use domain::provisioning::JobAction;
+use domain::provisioning::{Diagnostic, JobAction};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -23,7 +27,8 @@ pub enum RunnerError {
 }
 
 /// Runs the job and reports it. Returns Terraform's exit code; an error means the
-/// report could not be delivered.
+/// report could not be delivered. The binary exits 0 once the result is delivered, whatever
+/// Terraform's exit code: a non-zero exit tells the executor the job went unreported.
 pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
     let mut out = Reporter {
@@ -31,6 +36,7 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
         bus,
         config: &config,
         line: 0,
+        redactor: Redactor::new(config.secret_values.iter().cloned()),
     };
     out.send(RunnerReport::Started {
         runner: config.runner_name.clone(),
@@ -38,7 +44,27 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     .await?;
 
     let mut diagnostics = vec![];
-    let mut exit_code = terraform::init(&config, &mut out, &mut diagnostics).await?;
+    let mut exit_code = match &config.source_dir {
+        Some(source) => match copy_source(source, &config.workdir) {
+            Ok(()) => 0,
+            Err(e) => {
+                diagnostics.push(Diagnostic {
+                    severity: "error".into(),
+                    summary: format!(
+                        "could not copy {} into {}",
+                        source.display(),
+                        config.workdir.display()
+                    ),
+                    detail: e.to_string(),
+                });
+                1
+            }
+        },
+        None => 0,
+    };
+    if exit_code == 0 {
+        exit_code = terraform::init(&config, &mut out, &mut diagnostics).await?;
+    }
     if exit_code == 0 {
         exit_code = terraform::run_action(&config, &mut out, &mut diagnostics).await?;
     }
@@ -46,9 +72,23 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
         (0, JobAction::Apply) => terraform::outputs(&config).await,
         _ => Default::default(),
     };
+    let outputs = outputs
+        .into_iter()
+        .map(|(name, value)| match value {
+            serde_json::Value::String(s) => {
+                (name, serde_json::Value::String(out.redactor.apply(&s)))
+            }
+            other => (name, other),
+        })
+        .collect();
     let errors = diagnostics
         .into_iter()
         .filter(|d| d.severity == "error")
+        .map(|d| Diagnostic {
+            severity: d.severity,
+            summary: out.redactor.apply(&d.summary),
+            detail: out.redactor.apply(&d.detail),
+        })
         .collect();
     out.send(RunnerReport::Result {
         exit_code,
@@ -60,12 +100,31 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     Ok(exit_code)
 }
 
+/// Copies the files of `source` (flat: a ConfigMap mount) into `workdir`, creating it.
+/// A ConfigMap volume holds each key as a symbolic link into a hidden `..data` folder:
+/// links are followed, and entries whose names start with `..` are skipped.
+pub fn copy_source(source: &Path, workdir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(workdir)?;
+    for entry in std::fs::read_dir(source)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with("..") {
+            continue;
+        }
+        let path = entry.path();
+        if std::fs::metadata(&path)?.is_file() {
+            std::fs::copy(&path, workdir.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Publishes the reports of one job, numbering its lines.
 pub(crate) struct Reporter<'a> {
     bus: Bus,
     publisher: Publisher,
     config: &'a RunnerConfig,
     line: u32,
+    pub(crate) redactor: Redactor,
 }
 
 impl Reporter<'_> {
@@ -77,6 +136,7 @@ impl Reporter<'_> {
     ) -> Result<(), RunnerError> {
         self.line += 1;
         let line = self.line;
+        let message = self.redactor.apply(&message);
         self.send(RunnerReport::Log {
             line,
             level,
@@ -101,5 +161,59 @@ impl Reporter<'_> {
             .publish(subject, &message.message_id(), payload.into())
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_source_copies_the_files_of_a_configmap_mount_into_the_workdir() {
+        let root = std::env::temp_dir().join(format!("runner-copy-source-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        // The layout the kubelet makes: `..data/<key>` and `<key> -> ..data/<key>`.
+        let source = root.join("job");
+        std::fs::create_dir_all(source.join("..data")).unwrap();
+        std::fs::write(source.join("..data/main.tf"), "resource {}\n").unwrap();
+        std::fs::write(source.join("..data/terraform.tfvars.json"), "{}").unwrap();
+        std::fs::write(source.join("backend.tf"), "terraform {}\n").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("..data/main.tf", source.join("main.tf")).unwrap();
+            std::os::unix::fs::symlink(
+                "..data/terraform.tfvars.json",
+                source.join("terraform.tfvars.json"),
+            )
+            .unwrap();
+        }
+        let workdir = root.join("work");
+
+        copy_source(&source, &workdir).unwrap();
+
+        let mut names: Vec<String> = std::fs::read_dir(&workdir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        #[cfg(unix)]
+        assert_eq!(names, ["backend.tf", "main.tf", "terraform.tfvars.json"]);
+        assert_eq!(
+            std::fs::read_to_string(workdir.join("backend.tf")).unwrap(),
+            "terraform {}\n"
+        );
+        #[cfg(unix)]
+        {
+            assert_eq!(
+                std::fs::read_to_string(workdir.join("main.tf")).unwrap(),
+                "resource {}\n"
+            );
+            // A copy, not a link: Terraform may write next to it.
+            assert!(!std::fs::symlink_metadata(workdir.join("main.tf"))
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

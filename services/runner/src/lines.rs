@@ -12,6 +12,9 @@ pub struct ParsedLine {
     pub kind: String,
     pub message: String,
     pub diagnostic: Option<Diagnostic>,
+    /// Values of sensitive outputs found in an `outputs` message (older Terraform prints
+    /// them), to be redacted from everything published after.
+    pub sensitive_values: Vec<String>,
 }
 
 /// Parses one line. `-json` lines give their `@level`, `type` and `@message`; anything else
@@ -31,6 +34,7 @@ pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
             kind: if from_stderr { "stderr" } else { "plain" }.to_owned(),
             message: truncate(text.trim_end()),
             diagnostic: None,
+            sensitive_values: vec![],
         };
     };
     let field = |name: &str| json.get(name).and_then(|v| v.as_str()).unwrap_or_default();
@@ -42,11 +46,24 @@ pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
             detail: text("detail").to_owned(),
         }
     });
+    let sensitive_values = json
+        .get("outputs")
+        .and_then(|o| o.as_object())
+        .into_iter()
+        .flatten()
+        .filter(|(_, o)| o.get("sensitive").and_then(|s| s.as_bool()) == Some(true))
+        .filter_map(|(_, o)| o.get("value"))
+        .map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
     ParsedLine {
         level: field("@level").to_owned(),
         kind: field("type").to_owned(),
         message: truncate(field("@message")),
         diagnostic,
+        sensitive_values,
     }
 }
 
@@ -84,6 +101,12 @@ mod tests {
         assert_eq!(d.severity, "error");
         assert_eq!(d.summary, "Invalid value for variable");
         assert_eq!(d.detail, "The flavor_name must be one of local.small.");
+    }
+
+    #[test]
+    fn sensitive_output_values_are_noticed() {
+        let line = r#"{"@level":"info","@message":"Outputs: 2","type":"outputs","outputs":{"password":{"sensitive":true,"type":"string","value":"hunter2"},"vm_ip":{"sensitive":false,"type":"string","value":"10.0.0.1"}}}"#;
+        assert_eq!(parse_line(line, false).sensitive_values, ["hunter2"]);
     }
 
     #[test]

@@ -113,6 +113,9 @@ async fn stream(
     let mut plain_errors = vec![];
     while let Some((text, from_stderr)) = rx.recv().await {
         let parsed = parse_line(&text, from_stderr);
+        for value in parsed.sensitive_values.iter().cloned() {
+            out.redactor.add(value);
+        }
         match parsed.diagnostic.clone() {
             Some(d) => diagnostics.push(d),
             None if parsed.message.starts_with("Error: ") => {

@@ -24,6 +24,8 @@ pub struct TemplateRow {
     pub gpu: Option<String>,
     pub tags: Vec<String>,
     pub enabled: bool,
+    /// The login user of the template's image.
+    pub username: String,
 }
 
 pub async fn providers(pool: &PgPool) -> Result<Vec<ProviderRow>, sqlx::Error> {
@@ -40,7 +42,7 @@ pub async fn provider(pool: &PgPool, id: &str) -> Result<Option<ProviderRow>, sq
 }
 
 const TEMPLATE_COLUMNS: &str = "provider_id, id, name, description, flavor_name, image_name, \
-     cpu, ram_gb, storage_gb, gpu, tags, enabled";
+     cpu, ram_gb, storage_gb, gpu, tags, enabled, username";
 
 /// The enabled templates of a provider, in catalog order.
 pub async fn templates(pool: &PgPool, provider: &str) -> Result<Vec<TemplateRow>, sqlx::Error> {
@@ -66,3 +68,15 @@ pub async fn template(
     .fetch_optional(pool)
     .await
 }
+
+// Administration of the catalog (the `Catalog` aggregate) and its projection into the
+// tables above.
+mod admin;
+mod projection;
+
+pub use admin::{
+    all_providers, all_templates, catalog_events, cqrs, execute, last_sequence, projected_sequence,
+    provider_record, seed, template_record, CatalogCommandError, CatalogCqrs, ProviderRecord,
+    TemplateRecord,
+};
+pub use projection::fold;

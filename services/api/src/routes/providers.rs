@@ -18,7 +18,13 @@ pub struct ProviderOut {
     /// The id used in requests, e.g. `local`.
     pub id: String,
     pub name: String,
+    /// Enabled in the catalog and in the provider registry.
     pub enabled: bool,
+    pub regions: Vec<String>,
+    /// Whether the platform holds every credential the provider needs (never what they are).
+    pub credentials_present: bool,
+    /// Whether VMs can be requested: enabled, with credentials present.
+    pub available: bool,
 }
 
 /// A template: what a VM of this kind gets.
@@ -38,7 +44,7 @@ pub struct TemplateOut {
     pub tags: Vec<String>,
 }
 
-/// The providers of the catalog.
+/// The providers of the catalog that the provider registry knows.
 #[utoipa::path(get, path = "/api/v1/providers", tag = "catalog",
     security(("bearer" = [])),
     responses((status = 200, body = [ProviderOut]), (status = 401, body = crate::error::ErrorBody)))]
@@ -48,16 +54,38 @@ pub async fn list_providers(
     let rows = store::catalog::providers(&state.pool).await?;
     Ok(Json(
         rows.into_iter()
-            .map(|p| ProviderOut {
-                id: p.id,
-                name: p.name,
-                enabled: p.enabled,
+            .filter_map(|p| {
+                let def = state.registry.provider(&p.id)?;
+                let enabled = p.enabled && def.enabled;
+                let credentials_present = state.credentials.present(def);
+                Some(ProviderOut {
+                    id: p.id,
+                    name: p.name,
+                    enabled,
+                    regions: def.regions.clone(),
+                    credentials_present,
+                    available: enabled && credentials_present,
+                })
             })
             .collect(),
     ))
 }
 
-/// The enabled templates of a provider.
+/// Whether users may request VMs of the provider: enabled in the catalog and in the
+/// registry, with every credential present.
+pub(crate) async fn available(state: &AppState, provider: &str) -> Result<bool, ApiError> {
+    let Some(row) = store::catalog::provider(&state.pool, provider).await? else {
+        return Ok(false);
+    };
+    Ok(row.enabled
+        && state
+            .registry
+            .provider(provider)
+            .is_some_and(|def| def.enabled && state.credentials.present(def)))
+}
+
+/// The enabled templates of a provider; none while the provider is disabled or lacks
+/// credentials.
 #[utoipa::path(get, path = "/api/v1/providers/{provider}/templates", tag = "catalog",
     security(("bearer" = [])),
     params(("provider" = String, Path, description = "Provider id, e.g. `local`")),
@@ -71,6 +99,9 @@ pub async fn list_templates(
         .is_none()
     {
         return Err(ApiError::NotFound(format!("no provider {provider:?}")));
+    }
+    if !available(&state, &provider).await? {
+        return Ok(Json(vec![]));
     }
     let rows = store::catalog::templates(&state.pool, &provider).await?;
     Ok(Json(

@@ -1,5 +1,6 @@
 //! The runner of one Terraform job: configured by its environment (see `runner::RunnerConfig`),
-//! it reports over JetStream and exits with Terraform's exit code.
+//! it reports over JetStream and exits 0 once its result is delivered (Terraform's own
+//! exit code travels in the result); any other exit means the job went unreported.
 
 fn main() -> std::process::ExitCode {
     daemon::telemetry::init(std::env::var("PROVISIONING_LOG_FORMAT").as_deref() == Ok("json"));
@@ -21,7 +22,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     match runtime.block_on(runner::run(config)) {
-        Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Ok(code) => {
+            tracing::info!(terraform_exit_code = code, "job reported");
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not report the job");
             std::process::ExitCode::from(70)

@@ -24,7 +24,7 @@ pub struct TestApp {
     pub db_name: String,
     cancel: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
-    _work: tempfile::TempDir,
+    pub work: tempfile::TempDir,
 }
 
 fn server_url(db: &str) -> String {
@@ -64,6 +64,17 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(roles: Roles) -> TestApp {
+    try_spawn_app(roles, |_| {})
+        .await
+        .expect("the application starts")
+}
+
+/// Starts the application with a configuration changed by `configure`; the error if it
+/// refuses to start.
+pub async fn try_spawn_app(
+    roles: Roles,
+    configure: impl FnOnce(&mut Config),
+) -> Result<TestApp, daemon::StartupError> {
     if std::env::var("TEST_LOG").is_ok() {
         daemon::telemetry::init(false);
     }
@@ -80,7 +91,7 @@ pub async fn spawn_app_with(roles: Roles) -> TestApp {
     let work = tempfile::tempdir().unwrap();
     let db_url = server_url(&db_name);
     let token = format!("token-{id}");
-    let config = Config {
+    let mut config = Config {
         http_addr: "127.0.0.1:0".parse().unwrap(),
         database_url: db_url.clone().into(),
         nats_url: nats_url(),
@@ -94,10 +105,21 @@ pub async fn spawn_app_with(roles: Roles) -> TestApp {
         runner_bin: env!("CARGO_BIN_EXE_provisioning-runner").into(),
         tf_backend_url: db_url.clone().into(),
         json_logs: false,
+        credentials_file: None,
+        kubernetes: None,
     };
-    let app = Application::build(config, roles, SecretString::from(token.clone()))
-        .await
-        .expect("the application starts");
+    configure(&mut config);
+    let app = match Application::build(config, roles, SecretString::from(token.clone())).await {
+        Ok(app) => app,
+        Err(e) => {
+            let admin = store::connect(&server_url("postgres"), 1).await.unwrap();
+            store::sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+                .execute(&admin)
+                .await
+                .unwrap();
+            return Err(e);
+        }
+    };
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.pool().clone();
     let bus = app.bus().clone();
@@ -105,7 +127,7 @@ pub async fn spawn_app_with(roles: Roles) -> TestApp {
     let task = tokio::spawn(async move {
         app.run_until_stopped().await.unwrap();
     });
-    TestApp {
+    Ok(TestApp {
         address,
         token,
         pool,
@@ -114,8 +136,8 @@ pub async fn spawn_app_with(roles: Roles) -> TestApp {
         db_name,
         cancel,
         task: Some(task),
-        _work: work,
-    }
+        work,
+    })
 }
 
 impl TestApp {

@@ -155,3 +155,18 @@ async fn a_destroy_asked_for_during_the_apply_runs_after_it_not_beside_it() {
     assert_eq!(jobs, expected);
     assert!(types(&events).contains(&"DestroyRequested"));
 }
+
+#[tokio::test]
+async fn a_runner_that_dies_without_reporting_fails_its_job() {
+    let app = crate::helpers::try_spawn_app(daemon::Roles::ALL, |c| {
+        c.runner_bin = "/bin/false".into();
+    })
+    .await
+    .unwrap();
+    let id = app.create_ok(json!({})).await;
+
+    let vm = app.wait_for_status(&id, "failed").await;
+
+    let error = vm["last_error"].as_str().unwrap();
+    assert!(error.contains("before reporting a result"), "{error}");
+}

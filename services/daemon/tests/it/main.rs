@@ -1,7 +1,10 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
 mod api;
+mod catalog;
 mod helpers;
 mod lifecycle;
+mod providers;
 mod relay;
+mod snapshots;
 mod stream;

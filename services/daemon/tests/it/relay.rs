@@ -18,6 +18,7 @@ fn spec(n: usize) -> VmSpec {
         ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(1).unwrap(),
+        username: "ubuntu".into(),
     }
 }
 

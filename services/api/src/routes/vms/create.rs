@@ -84,20 +84,20 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
     };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
-    match store::catalog::provider(&state.pool, provider.as_str()).await? {
-        Some(p) if p.enabled => {}
-        Some(_) => {
-            return Err(invalid(
-                "provider",
-                format!("{:?} is disabled", input.provider),
-            ))
-        }
-        None => {
-            return Err(invalid(
-                "provider",
-                format!("{:?} does not exist", input.provider),
-            ))
-        }
+    if store::catalog::provider(&state.pool, provider.as_str())
+        .await?
+        .is_none()
+    {
+        return Err(invalid(
+            "provider",
+            format!("{:?} does not exist", input.provider),
+        ));
+    }
+    if !crate::routes::providers::available(state, provider.as_str()).await? {
+        return Err(invalid(
+            "provider",
+            format!("{:?} is disabled or lacks credentials", input.provider),
+        ));
     }
     let template = TemplateId::parse(&input.template)?;
     let row = store::catalog::template(&state.pool, provider.as_str(), template.as_str())
@@ -134,5 +134,6 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
         ssh_public_key,
         allow_ssh_from,
         duration_hours,
+        username: row.username,
     })
 }

@@ -38,6 +38,7 @@ impl From<store::AuditEvent> for EventOut {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only events with a higher sequence.
     pub after: Option<u64>,

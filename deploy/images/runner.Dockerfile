@@ -1,0 +1,45 @@
+# The runner image: `provisioning-runner` and Terraform, run by the Kubernetes executor as
+# the one container of each job's batch/v1 Job (PROVISIONING_K8S_RUNNER_IMAGE).
+#
+# Not built in CI: no Docker engine runs on the development machines or in CI. Build it
+# where one does, from the repository root:
+#   docker build -f deploy/images/runner.Dockerfile -t registry.example/provisioning-runner:0.1.0 .
+
+ARG RUST_VERSION=1
+ARG TERRAFORM_VERSION=1.9.8
+
+FROM rust:${RUST_VERSION}-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p daemon --bin provisioning-runner \
+ && cp target/release/provisioning-runner /usr/local/bin/
+
+FROM debian:bookworm-slim AS terraform
+ARG TERRAFORM_VERSION
+ARG TARGETARCH=amd64
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl unzip \
+ && curl -fsSLo /tmp/terraform.zip \
+      "https://releases.hashicorp.com/terraform/${TERRAFORM_VERSION}/terraform_${TERRAFORM_VERSION}_linux_${TARGETARCH}.zip" \
+ && curl -fsSLo /tmp/SHA256SUMS \
+      "https://releases.hashicorp.com/terraform/${TERRAFORM_VERSION}/terraform_${TERRAFORM_VERSION}_SHA256SUMS" \
+ && (cd /tmp && grep "linux_${TARGETARCH}.zip" SHA256SUMS | sed "s|  .*|  terraform.zip|" | sha256sum -c -) \
+ && unzip /tmp/terraform.zip -d /usr/local/bin terraform
+
+FROM debian:bookworm-slim
+# ca-certificates: the cloud providers' APIs; git: Terraform module sources.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates git \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --create-home --home-dir /home/runner runner
+COPY --from=terraform /usr/local/bin/terraform /usr/local/bin/terraform
+COPY --from=build /usr/local/bin/provisioning-runner /usr/local/bin/provisioning-runner
+# The Job mounts the working directory's ConfigMap at /job (read-only) and an emptyDir at
+# /work; the runner copies /job into /work (RUNNER_SOURCE_DIR) before `terraform init`.
+ENV TERRAFORM_BIN=/usr/local/bin/terraform \
+    TF_IN_AUTOMATION=1 \
+    CHECKPOINT_DISABLE=1
+USER 10001
+WORKDIR /work
+ENTRYPOINT []
+CMD ["provisioning-runner"]

@@ -1,0 +1,204 @@
+//! `/api/v1/admin/providers`: every provider, disabled ones included, and changing them.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, patch, put};
+use axum::{Json, Router};
+use domain::catalog::{CatalogCommand, ProviderSpec};
+use domain::provisioning::ProviderId;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{body, execute, invalid, read_your_writes, refused, OrderIn};
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/admin/providers",
+            get(list_all_providers).post(create_provider),
+        )
+        .route("/admin/providers/order", put(reorder_providers))
+        .route("/admin/providers/{provider}", patch(update_provider))
+}
+
+/// A provider as administrators see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdminProviderOut {
+    /// The id used in requests, e.g. `nrec-uio`.
+    pub id: String,
+    pub name: String,
+    /// Whether users may create VMs on it.
+    pub enabled: bool,
+    /// Providers are listed by this, lower first.
+    pub sort_order: i32,
+}
+
+impl From<store::catalog::ProviderRecord> for AdminProviderOut {
+    fn from(p: store::catalog::ProviderRecord) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            enabled: p.enabled,
+            sort_order: p.sort_order,
+        }
+    }
+}
+
+/// A new provider. Its Terraform folder and credentials are configured separately.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProviderIn {
+    /// 1 to 64 characters of `[a-z0-9._-]`, unique.
+    pub id: String,
+    /// The name users read, e.g. `NREC UiO`.
+    pub name: String,
+    /// Default `true`.
+    pub enabled: Option<bool>,
+    /// Default: after the last provider.
+    pub sort_order: Option<i32>,
+}
+
+/// The fields to change; those left out stay as they are.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProviderIn {
+    pub name: Option<String>,
+    pub sort_order: Option<i32>,
+    pub enabled: Option<bool>,
+}
+
+/// Every provider, disabled ones included, in catalog order.
+#[utoipa::path(get, path = "/api/v1/admin/providers", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = [AdminProviderOut]), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn list_all_providers(
+    State(state): State<AppState>,
+) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
+    let rows = store::catalog::all_providers(&state.pool).await?;
+    Ok(Json(rows.into_iter().map(AdminProviderOut::from).collect()))
+}
+
+/// Adds a provider to the catalog.
+#[utoipa::path(post, path = "/api/v1/admin/providers", tag = "admin",
+    security(("bearer" = [])),
+    request_body = CreateProviderIn,
+    responses(
+        (status = 201, description = "Created", body = AdminProviderOut),
+        (status = 409, description = "A provider with this id exists", body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
+    ))]
+pub async fn create_provider(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    input: Result<Json<CreateProviderIn>, JsonRejection>,
+) -> Result<(StatusCode, Json<AdminProviderOut>), ApiError> {
+    let input = body(input)?;
+    let id = ProviderId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
+    let sort_order = match input.sort_order {
+        Some(s) => s,
+        None => next_sort_order(&state).await?,
+    };
+    let spec = ProviderSpec {
+        id: id.clone(),
+        name: input.name,
+        enabled: input.enabled.unwrap_or(true),
+        sort_order,
+    };
+    execute(&state, &headers, vec![CatalogCommand::CreateProvider(spec)])
+        .await
+        .map_err(refused)?;
+    Ok((StatusCode::CREATED, Json(provider_out(&state, &id).await?)))
+}
+
+/// Changes a provider's name, order or whether it is enabled.
+#[utoipa::path(patch, path = "/api/v1/admin/providers/{provider}", tag = "admin",
+    security(("bearer" = [])),
+    params(("provider" = String, Path, description = "Provider id")),
+    request_body = UpdateProviderIn,
+    responses(
+        (status = 200, description = "The provider after the change", body = AdminProviderOut),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
+    ))]
+pub async fn update_provider(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(provider): Path<String>,
+    input: Result<Json<UpdateProviderIn>, JsonRejection>,
+) -> Result<Json<AdminProviderOut>, ApiError> {
+    let id = path_id(&provider)?;
+    let input = body(input)?;
+    let mut commands = vec![];
+    if input.name.is_some() || input.sort_order.is_some() {
+        commands.push(CatalogCommand::UpdateProvider {
+            id: id.clone(),
+            name: input.name,
+            sort_order: input.sort_order,
+        });
+    }
+    if let Some(enabled) = input.enabled {
+        commands.push(CatalogCommand::SetProviderEnabled {
+            id: id.clone(),
+            enabled,
+        });
+    }
+    execute(&state, &headers, commands).await.map_err(refused)?;
+    Ok(Json(provider_out(&state, &id).await?))
+}
+
+/// Orders the providers: `ids` lists every provider once; each gets its position (from 1)
+/// as `sort_order`.
+#[utoipa::path(put, path = "/api/v1/admin/providers/order", tag = "admin",
+    security(("bearer" = [])),
+    request_body = OrderIn,
+    responses(
+        (status = 200, description = "Every provider, in the new order", body = [AdminProviderOut]),
+        (status = 422, description = "`ids` is not a permutation of the providers", body = crate::error::ErrorBody),
+    ))]
+pub async fn reorder_providers(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    input: Result<Json<OrderIn>, JsonRejection>,
+) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
+    let input = body(input)?;
+    let ids = input
+        .ids
+        .iter()
+        .map(|id| ProviderId::parse(id).map_err(|e| invalid("ids", e.reason)))
+        .collect::<Result<_, _>>()?;
+    execute(
+        &state,
+        &headers,
+        vec![CatalogCommand::ReorderProviders { ids }],
+    )
+    .await
+    .map_err(refused)?;
+    read_your_writes(&state).await?;
+    list_all_providers(State(state)).await
+}
+
+/// A provider id from the path; one that cannot exist is simply not found.
+fn path_id(provider: &str) -> Result<ProviderId, ApiError> {
+    ProviderId::parse(provider).map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))
+}
+
+async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
+    let rows = store::catalog::all_providers(&state.pool).await?;
+    Ok(rows
+        .iter()
+        .map(|p| p.sort_order)
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1))
+}
+
+/// The provider as the tables show it once they caught up with the command.
+async fn provider_out(state: &AppState, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
+    read_your_writes(state).await?;
+    store::catalog::provider_record(&state.pool, id.as_str())
+        .await?
+        .map(AdminProviderOut::from)
+        .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))
+}

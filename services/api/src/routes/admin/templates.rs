@@ -1,0 +1,314 @@
+//! `/api/v1/admin/templates`: every template, disabled ones included, and changing them.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, patch, put};
+use axum::{Json, Router};
+use domain::catalog::{present, CatalogCommand, CatalogError, TemplateChanges, TemplateSpec};
+use domain::provisioning::{ProviderId, TemplateId};
+use serde::{Deserialize, Serialize};
+use store::catalog::CatalogCommandError;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{body, execute, invalid, read_your_writes, refused, OrderIn};
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/admin/templates",
+            get(list_all_templates).post(create_template),
+        )
+        .route(
+            "/admin/templates/{provider}/{template}",
+            patch(update_template),
+        )
+        .route(
+            "/admin/providers/{provider}/templates/order",
+            put(reorder_templates),
+        )
+}
+
+/// A template as administrators see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdminTemplateOut {
+    pub provider: String,
+    /// Unique within its provider, e.g. `gpu-xl-l40s`.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The provider's machine type, passed to Terraform.
+    pub flavor_name: String,
+    /// The provider's image, passed to Terraform.
+    pub image_name: String,
+    /// The user to log in as over SSH.
+    pub username: String,
+    pub cpu: i32,
+    pub ram_gb: i32,
+    pub storage_gb: i32,
+    /// The GPU, e.g. `1 x NVIDIA L40S`; none if absent.
+    pub gpu: Option<String>,
+    /// `simple` or `advanced` (the view that lists it), plus e.g. `gpu`, `bare-metal`,
+    /// `jupyter-notebook`.
+    pub tags: Vec<String>,
+    /// Whether users may create VMs from it.
+    pub enabled: bool,
+    /// Templates are listed by this within their provider, lower first.
+    pub sort_order: i32,
+}
+
+impl From<store::catalog::TemplateRecord> for AdminTemplateOut {
+    fn from(t: store::catalog::TemplateRecord) -> Self {
+        Self {
+            provider: t.provider_id,
+            id: t.id,
+            name: t.name,
+            description: t.description,
+            flavor_name: t.flavor_name,
+            image_name: t.image_name,
+            username: t.username,
+            cpu: t.cpu,
+            ram_gb: t.ram_gb,
+            storage_gb: t.storage_gb,
+            gpu: t.gpu,
+            tags: t.tags,
+            enabled: t.enabled,
+            sort_order: t.sort_order,
+        }
+    }
+}
+
+/// A new template of an existing provider.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTemplateIn {
+    /// The provider's id.
+    pub provider: String,
+    /// 1 to 64 characters of `[a-z0-9._-]`, unique within the provider.
+    pub id: String,
+    pub name: String,
+    /// Default empty.
+    pub description: Option<String>,
+    pub flavor_name: String,
+    pub image_name: String,
+    /// Default `ubuntu`.
+    pub username: Option<String>,
+    /// Greater than 0.
+    pub cpu: i32,
+    /// Greater than 0.
+    pub ram_gb: i32,
+    /// Greater than 0.
+    pub storage_gb: i32,
+    pub gpu: Option<String>,
+    /// Lowercase words, e.g. `["simple", "gpu"]`. Default none.
+    pub tags: Option<Vec<String>>,
+    /// Default `true`.
+    pub enabled: Option<bool>,
+    /// Default: after the provider's last template.
+    pub sort_order: Option<i32>,
+}
+
+/// The fields to change; those left out stay as they are. `"gpu": null` removes the GPU.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTemplateIn {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub flavor_name: Option<String>,
+    pub image_name: Option<String>,
+    pub username: Option<String>,
+    pub cpu: Option<i32>,
+    pub ram_gb: Option<i32>,
+    pub storage_gb: Option<i32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub gpu: Option<Option<String>>,
+    pub tags: Option<Vec<String>>,
+    pub sort_order: Option<i32>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct TemplatesQuery {
+    /// Only the templates of this provider.
+    pub provider: Option<String>,
+}
+
+/// Every template, disabled ones included, in catalog order.
+#[utoipa::path(get, path = "/api/v1/admin/templates", tag = "admin",
+    security(("bearer" = [])),
+    params(TemplatesQuery),
+    responses((status = 200, body = [AdminTemplateOut]), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn list_all_templates(
+    State(state): State<AppState>,
+    Query(query): Query<TemplatesQuery>,
+) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
+    let rows = store::catalog::all_templates(&state.pool, query.provider.as_deref()).await?;
+    Ok(Json(rows.into_iter().map(AdminTemplateOut::from).collect()))
+}
+
+/// Adds a template to a provider.
+#[utoipa::path(post, path = "/api/v1/admin/templates", tag = "admin",
+    security(("bearer" = [])),
+    request_body = CreateTemplateIn,
+    responses(
+        (status = 201, description = "Created", body = AdminTemplateOut),
+        (status = 409, description = "The provider has a template with this id", body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid (or names no provider); `detail` names it", body = crate::error::ErrorBody),
+    ))]
+pub async fn create_template(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    input: Result<Json<CreateTemplateIn>, JsonRejection>,
+) -> Result<(StatusCode, Json<AdminTemplateOut>), ApiError> {
+    let input = body(input)?;
+    let provider = ProviderId::parse(&input.provider)?;
+    let id = TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
+    let sort_order = match input.sort_order {
+        Some(s) => s,
+        None => {
+            let rows = store::catalog::all_templates(&state.pool, Some(provider.as_str())).await?;
+            let last = rows.iter().map(|t| t.sort_order).max().unwrap_or(0);
+            last.saturating_add(1)
+        }
+    };
+    let spec = TemplateSpec {
+        provider: provider.clone(),
+        id: id.clone(),
+        name: input.name,
+        description: input.description.unwrap_or_default(),
+        flavor_name: input.flavor_name,
+        image_name: input.image_name,
+        username: input.username.unwrap_or_else(|| "ubuntu".to_owned()),
+        cpu: input.cpu,
+        ram_gb: input.ram_gb,
+        storage_gb: input.storage_gb,
+        gpu: input.gpu,
+        tags: input.tags.unwrap_or_default(),
+        enabled: input.enabled.unwrap_or(true),
+        sort_order,
+    };
+    execute(&state, &headers, vec![CatalogCommand::CreateTemplate(spec)])
+        .await
+        .map_err(|e| match e {
+            // The provider is a field of the body here, not the resource of the path.
+            CatalogCommandError::Rejected(CatalogError::UnknownProvider(p)) => {
+                invalid("provider", format!("{:?} does not exist", p.as_str()))
+            }
+            other => refused(other),
+        })?;
+    let out = template_out(&state, &provider, &id).await?;
+    Ok((StatusCode::CREATED, Json(out)))
+}
+
+/// Changes a template's fields or whether it is enabled.
+#[utoipa::path(patch, path = "/api/v1/admin/templates/{provider}/{template}", tag = "admin",
+    security(("bearer" = [])),
+    params(("provider" = String, Path, description = "Provider id"),
+           ("template" = String, Path, description = "Template id")),
+    request_body = UpdateTemplateIn,
+    responses(
+        (status = 200, description = "The template after the change", body = AdminTemplateOut),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
+    ))]
+pub async fn update_template(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((provider, template)): Path<(String, String)>,
+    input: Result<Json<UpdateTemplateIn>, JsonRejection>,
+) -> Result<Json<AdminTemplateOut>, ApiError> {
+    let not_found = || ApiError::NotFound(format!("no template {template:?} of {provider:?}"));
+    let provider_id = ProviderId::parse(&provider).map_err(|_| not_found())?;
+    let id = TemplateId::parse(&template).map_err(|_| not_found())?;
+    let input = body(input)?;
+    let changes = TemplateChanges {
+        name: input.name,
+        description: input.description,
+        flavor_name: input.flavor_name,
+        image_name: input.image_name,
+        username: input.username,
+        cpu: input.cpu,
+        ram_gb: input.ram_gb,
+        storage_gb: input.storage_gb,
+        gpu: input.gpu,
+        tags: input.tags,
+        sort_order: input.sort_order,
+    };
+    let mut commands = vec![];
+    if !changes.is_empty() {
+        commands.push(CatalogCommand::UpdateTemplate {
+            provider: provider_id.clone(),
+            id: id.clone(),
+            changes,
+        });
+    }
+    if let Some(enabled) = input.enabled {
+        commands.push(CatalogCommand::SetTemplateEnabled {
+            provider: provider_id.clone(),
+            id: id.clone(),
+            enabled,
+        });
+    }
+    execute(&state, &headers, commands).await.map_err(refused)?;
+    Ok(Json(template_out(&state, &provider_id, &id).await?))
+}
+
+/// Orders a provider's templates: `ids` lists each of them once; each gets its position
+/// (from 1) as `sort_order`.
+#[utoipa::path(put, path = "/api/v1/admin/providers/{provider}/templates/order", tag = "admin",
+    security(("bearer" = [])),
+    params(("provider" = String, Path, description = "Provider id")),
+    request_body = OrderIn,
+    responses(
+        (status = 200, description = "The provider's templates, in the new order", body = [AdminTemplateOut]),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 422, description = "`ids` is not a permutation of the provider's templates", body = crate::error::ErrorBody),
+    ))]
+pub async fn reorder_templates(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(provider): Path<String>,
+    input: Result<Json<OrderIn>, JsonRejection>,
+) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
+    let provider_id = ProviderId::parse(&provider)
+        .map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))?;
+    let input = body(input)?;
+    let ids = input
+        .ids
+        .iter()
+        .map(|id| TemplateId::parse(id).map_err(|e| invalid("ids", e.reason)))
+        .collect::<Result<_, _>>()?;
+    let command = CatalogCommand::ReorderTemplates {
+        provider: provider_id,
+        ids,
+    };
+    execute(&state, &headers, vec![command])
+        .await
+        .map_err(refused)?;
+    read_your_writes(&state).await?;
+    let query = TemplatesQuery {
+        provider: Some(provider),
+    };
+    list_all_templates(State(state), Query(query)).await
+}
+
+/// The template as the tables show it once they caught up with the command.
+async fn template_out(
+    state: &AppState,
+    provider: &ProviderId,
+    id: &TemplateId,
+) -> Result<AdminTemplateOut, ApiError> {
+    read_your_writes(state).await?;
+    store::catalog::template_record(&state.pool, provider.as_str(), id.as_str())
+        .await?
+        .map(AdminTemplateOut::from)
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no template {:?} of {:?}",
+                id.as_str(),
+                provider.as_str()
+            ))
+        })
+}

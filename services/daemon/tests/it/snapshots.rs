@@ -1,0 +1,100 @@
+use daemon::Roles;
+use domain::provisioning::*;
+use store::Metadata;
+
+use crate::helpers::{spawn_app_with, SSH_KEY};
+
+fn spec() -> VmSpec {
+    VmSpec {
+        name: VmName::parse("big").unwrap(),
+        provider: ProviderId::parse("local").unwrap(),
+        template: TemplateId::parse("small").unwrap(),
+        image_name: "debian-12".into(),
+        flavor_name: "local.small".into(),
+        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(1).unwrap(),
+        username: "ubuntu".into(),
+    }
+}
+
+fn lines(from: u32, to: u32) -> Vec<LogLineIn> {
+    (from..=to)
+        .map(|n| LogLineIn {
+            line: n,
+            level: "info".into(),
+            kind: "log".into(),
+            message: format!("line {n}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
+    let app = spawn_app_with(Roles::NONE).await;
+    let cqrs = store::cqrs(app.pool.clone());
+    let vm = VmId::new();
+    let meta = || Metadata {
+        actor: "test".into(),
+        correlation_id: "snapshots".into(),
+    };
+    let job = JobId::FIRST;
+    let run = |command| store::execute(&cqrs, vm, command, meta());
+    run(ProvisioningCommand::Request { spec: spec() })
+        .await
+        .unwrap();
+    run(ProvisioningCommand::StartJob {
+        job_id: job,
+        runner: "test".into(),
+    })
+    .await
+    .unwrap();
+    for (from, to) in [(1, 120), (121, 250), (251, 330)] {
+        run(ProvisioningCommand::RecordLogs {
+            job_id: job,
+            lines: lines(from, to),
+        })
+        .await
+        .unwrap();
+    }
+    let snapshots: i64 = store::sqlx::query_scalar("SELECT count(*) FROM snapshots")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(snapshots > 0, "the store took a snapshot");
+
+    // Redelivered lines add nothing: the snapshot remembers the last line.
+    run(ProvisioningCommand::RecordLogs {
+        job_id: job,
+        lines: lines(200, 335),
+    })
+    .await
+    .unwrap();
+    // A destroy asked for during the job waits for it: the snapshot remembers the active job.
+    run(ProvisioningCommand::RequestDestroy).await.unwrap();
+    let outcome = JobOutcome {
+        exit_code: 0,
+        outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.5"))].into(),
+        diagnostics: vec![],
+    };
+    run(ProvisioningCommand::FinishJob {
+        job_id: job,
+        outcome,
+    })
+    .await
+    .unwrap();
+
+    let types: Vec<String> = store::sqlx::query_scalar(
+        "SELECT event_type FROM events WHERE aggregate_id = $1 ORDER BY sequence",
+    )
+    .bind(vm.to_string())
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let log_lines = types.iter().filter(|t| *t == "LogLine").count();
+    assert_eq!(log_lines, 335, "lines 1..=335, each once");
+    assert_eq!(
+        types[types.len() - 3..],
+        ["DestroyRequested", "Applied", "JobQueued"]
+    );
+}

@@ -1,0 +1,268 @@
+//! The objects a job's runner is made of on Kubernetes, built without I/O: a batch/v1 Job
+//! and the ConfigMap holding its working directory.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
+    EnvVarSource, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
+    SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::ByteString;
+
+use super::KubernetesConfig;
+use crate::{ExecutorError, Launch};
+
+/// Where the ConfigMap (read-only) is mounted; the runner copies it into [`WORKDIR`].
+pub const SOURCE_DIR: &str = "/job";
+/// The runner's working directory: an emptyDir, since Terraform writes `.terraform/` there.
+pub const WORKDIR: &str = "/work";
+/// Terraform needs time to stop cleanly (and release its state lock) when the pod is stopped.
+pub const TERMINATION_GRACE_PERIOD_SECS: i64 = 120;
+
+/// The name of the Job and of its ConfigMap: a DNS-1123 label, unique per (VM, job) since it
+/// holds the whole VM id: `prov-<uuid>-<job>` is at most 5 + 36 + 1 + 10 = 52 characters.
+pub fn name(launch: &Launch) -> String {
+    format!("prov-{}-{}", launch.vm_id, launch.job_id)
+}
+
+pub fn labels(launch: &Launch) -> BTreeMap<String, String> {
+    [
+        ("app.kubernetes.io/name", "provisioning-runner".to_owned()),
+        ("app.kubernetes.io/part-of", "provisioning".to_owned()),
+        ("provisioning/vm-id", launch.vm_id.to_string()),
+        ("provisioning/job", launch.job_id.to_string()),
+        ("provisioning/action", launch.action.as_str().to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The runner's environment: the launch's, with the paths of the pod and this runner's name,
+/// and each credential as a reference to its Secret. A credential's value is never read
+/// here: nothing sent to the API server may hold one.
+pub fn env(
+    launch: &Launch,
+    config: &KubernetesConfig,
+    name: &str,
+) -> Result<Vec<EnvVar>, ExecutorError> {
+    let plain = |name: &str, value: String| EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
+    // The daemon's Terraform path means nothing in the runner image, which has it on PATH.
+    let overridden = [
+        "RUNNER_WORKDIR",
+        "RUNNER_SOURCE_DIR",
+        "RUNNER_NAME",
+        "TERRAFORM_BIN",
+    ];
+    let mut env: Vec<EnvVar> = launch
+        .env
+        .iter()
+        .filter(|(name, _)| !overridden.contains(&name.as_str()))
+        .map(|(name, value)| plain(name, value.clone()))
+        .collect();
+    env.push(plain("RUNNER_WORKDIR", WORKDIR.to_owned()));
+    env.push(plain("RUNNER_SOURCE_DIR", SOURCE_DIR.to_owned()));
+    env.push(plain(
+        "RUNNER_NAME",
+        format!("kubernetes:{}/{name}", config.namespace),
+    ));
+    for credential in &launch.credentials {
+        let secret = credential.secret.as_ref().ok_or_else(|| {
+            ExecutorError(format!(
+                "credential {} has no Kubernetes Secret: give it `secret = {{ name, key }}` in the provider registry",
+                credential.name
+            ))
+        })?;
+        env.push(EnvVar {
+            name: credential.name.clone(),
+            value: None,
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret.name.clone(),
+                    key: secret.key.clone(),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+        });
+    }
+    Ok(env)
+}
+
+pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorError> {
+    let name = name(launch);
+    let labels = labels(launch);
+    let quantities = |pairs: [(&str, &str); 2]| {
+        Some(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), Quantity(v.to_owned())))
+                .collect(),
+        )
+    };
+    let resources = &config.resources;
+    let container = Container {
+        name: "runner".into(),
+        image: Some(config.runner_image.clone()),
+        command: Some(vec!["provisioning-runner".into()]),
+        env: Some(env(launch, config, &name)?),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "job".into(),
+                mount_path: SOURCE_DIR.into(),
+                read_only: Some(true),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "work".into(),
+                mount_path: WORKDIR.into(),
+                ..Default::default()
+            },
+        ]),
+        resources: Some(ResourceRequirements {
+            requests: quantities([
+                ("cpu", &resources.cpu_request),
+                ("memory", &resources.memory_request),
+            ]),
+            limits: quantities([
+                ("cpu", &resources.cpu_limit),
+                ("memory", &resources.memory_limit),
+            ]),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Ok(Job {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(config.namespace.clone()),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        },
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            ttl_seconds_after_finished: Some(config.job_ttl_secs),
+            active_deadline_seconds: Some(config.job_deadline_secs),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".into()),
+                    termination_grace_period_seconds: Some(TERMINATION_GRACE_PERIOD_SECS),
+                    // The runner talks to NATS only, never to the API server.
+                    automount_service_account_token: Some(false),
+                    containers: vec![container],
+                    volumes: Some(vec![
+                        Volume {
+                            name: "job".into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name: name.clone(),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        },
+                        Volume {
+                            name: "work".into(),
+                            empty_dir: Some(EmptyDirVolumeSource::default()),
+                            ..Default::default()
+                        },
+                    ]),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+/// The ConfigMap of the working directory's files, owned by the Job (`uid` from its create
+/// response) so that the garbage collector deletes it with the Job.
+pub fn config_map(
+    launch: &Launch,
+    config: &KubernetesConfig,
+    files: BTreeMap<String, Vec<u8>>,
+    job_uid: &str,
+) -> ConfigMap {
+    let name = name(launch);
+    let mut data = BTreeMap::new();
+    let mut binary_data = BTreeMap::new();
+    for (key, bytes) in files {
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                data.insert(key, text);
+            }
+            Err(e) => {
+                binary_data.insert(key, ByteString(e.into_bytes()));
+            }
+        }
+    }
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(config.namespace.clone()),
+            labels: Some(labels(launch)),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "batch/v1".into(),
+                kind: "Job".into(),
+                name,
+                uid: job_uid.to_owned(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..Default::default()
+        },
+        data: Some(data),
+        binary_data: (!binary_data.is_empty()).then_some(binary_data),
+        immutable: Some(true),
+    }
+}
+
+/// The files of the working directory, by name. The directory is flat: a ConfigMap's keys
+/// cannot hold a path.
+pub async fn read_workdir(
+    dir: &std::path::Path,
+) -> Result<BTreeMap<String, Vec<u8>>, ExecutorError> {
+    let io = |e: std::io::Error| ExecutorError(format!("{}: {e}", dir.display()));
+    let mut files = BTreeMap::new();
+    let mut entries = tokio::fs::read_dir(dir).await.map_err(io)?;
+    while let Some(entry) = entries.next_entry().await.map_err(io)? {
+        let key = entry.file_name().to_string_lossy().into_owned();
+        if !entry.file_type().await.map_err(io)?.is_file() {
+            return Err(ExecutorError(format!(
+                "{}: {key} is not a file; a ConfigMap holds flat files only",
+                dir.display()
+            )));
+        }
+        if !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(ExecutorError(format!(
+                "{}: {key:?} cannot be a ConfigMap key",
+                dir.display()
+            )));
+        }
+        files.insert(key, tokio::fs::read(entry.path()).await.map_err(io)?);
+    }
+    Ok(files)
+}

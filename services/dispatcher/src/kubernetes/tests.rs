@@ -1,0 +1,374 @@
+//! The executor against a scripted API server (`tower_test`), as kube-rs recommends: each
+//! scenario awaits the calls it expects in order, and a missing call times the test out.
+
+use std::time::Duration;
+
+use domain::provisioning::{JobAction, JobId, VmId};
+use http::{Method, Request, Response, StatusCode};
+use kube::client::Body;
+use serde_json::{json, Value};
+use tower_test::mock::{self, Handle};
+
+use super::{KubernetesConfig, KubernetesExecutor};
+use crate::{Executor, Launch, LaunchCredential};
+
+type ApiServer = Handle<Request<Body>, Response<Body>>;
+
+const VM: &str = "0b9f4c1e-5a6d-4e2f-9c3b-7d8e1f2a3b4c";
+const NAME: &str = "prov-0b9f4c1e-5a6d-4e2f-9c3b-7d8e1f2a3b4c-3";
+const UID: &str = "5f1d0c9e-1111-2222-3333-444455556666";
+const PLANTED: &str = "planted-credential-value-7f3a";
+const JOBS: &str = "/apis/batch/v1/namespaces/provisioning/jobs";
+const CONFIG_MAPS: &str = "/api/v1/namespaces/provisioning/configmaps";
+
+fn executor() -> (KubernetesExecutor, ApiServer) {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(service, "default");
+    let config = KubernetesConfig {
+        namespace: "provisioning".into(),
+        job_ttl_secs: 600,
+        job_deadline_secs: 1800,
+        ..KubernetesConfig::new("registry.example/provisioning-runner:1")
+    };
+    (KubernetesExecutor::new(client, config), handle)
+}
+
+fn credential(name: &str, secret: Option<(&str, &str)>) -> LaunchCredential {
+    LaunchCredential {
+        name: name.into(),
+        source: Some(format!("DAEMON_{name}")),
+        // What the daemon may hold; the Kubernetes executor must never send it.
+        value: Some(PLANTED.to_owned().into()),
+        secret: secret.map(|(name, key)| registry::SecretRef {
+            name: name.into(),
+            key: key.into(),
+        }),
+    }
+}
+
+fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) -> Launch {
+    std::fs::write(
+        dir.join("main.tf"),
+        "resource \"null_resource\" \"vm\" {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("backend.tf"),
+        "terraform {\n  backend \"pg\" {}\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("terraform.tfvars.json"), "{\"vm_name\": \"web\"}").unwrap();
+    Launch {
+        vm_id: VM.parse::<VmId>().unwrap(),
+        job_id: JobId::new(3),
+        action: JobAction::Apply,
+        env: vec![
+            ("NATS_URL".into(), "nats://nats:4222".into()),
+            (
+                "RUNNER_WORKDIR".into(),
+                "/var/lib/provisioning/jobs/x".into(),
+            ),
+            ("TERRAFORM_BIN".into(), "/usr/bin/terraform".into()),
+            (
+                "RUNNER_SECRET_ENV".into(),
+                "OS_PASSWORD,RUNNER_BACKEND_PASSWORD".into(),
+            ),
+        ],
+        credentials,
+        workdir: dir.to_owned(),
+    }
+}
+
+fn good_credentials() -> Vec<LaunchCredential> {
+    vec![
+        credential("OS_PASSWORD", Some(("nrec", "password"))),
+        credential("RUNNER_BACKEND_PASSWORD", Some(("tf-backend", "password"))),
+    ]
+}
+
+/// Awaits the next call, checks its method and path, and returns its body as JSON.
+async fn expect(
+    server: &mut ApiServer,
+    method: Method,
+    path: &str,
+) -> (
+    Value,
+    String,
+    tower_test::mock::SendResponse<Response<Body>>,
+) {
+    let (request, send) = server
+        .next_request()
+        .await
+        .expect("the service was not called");
+    assert_eq!(request.method(), method);
+    assert_eq!(request.uri().path(), path);
+    let bytes = request.into_body().collect_bytes().await.unwrap();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap()
+    };
+    (body, text, send)
+}
+
+fn respond(send: tower_test::mock::SendResponse<Response<Body>>, status: StatusCode, body: Value) {
+    send.send_response(
+        Response::builder()
+            .status(status)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap(),
+    );
+}
+
+fn already_exists(kind: &str) -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": format!("{kind} \"{NAME}\" already exists"),
+        "reason": "AlreadyExists", "code": 409,
+    })
+}
+
+/// Echoes an object back as created, with a uid.
+fn created(mut object: Value, uid: &str) -> Value {
+    object["metadata"]["uid"] = json!(uid);
+    object
+}
+
+async fn within_a_second<T>(scenario: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(1), scenario)
+        .await
+        .expect("the scenario timed out: an expected call was not made")
+        .expect("the scenario failed")
+}
+
+/// The first delivery of a job: the Job, then its ConfigMap. Returns both request bodies.
+async fn first_delivery() -> (Result<String, crate::ExecutorError>, Value, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (job, job_text, send) = expect(&mut server, Method::POST, JOBS).await;
+        respond(send, StatusCode::CREATED, created(job.clone(), UID));
+        let (config_map, cm_text, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
+        respond(
+            send,
+            StatusCode::CREATED,
+            created(config_map.clone(), "cm-uid"),
+        );
+        (job, config_map, format!("{job_text}\n{cm_text}"))
+    });
+    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    let (job, config_map, texts) = within_a_second(scenario).await;
+    (result, job, config_map, texts)
+}
+
+#[tokio::test]
+async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_the_job() {
+    let (result, job, config_map, _) = first_delivery().await;
+    assert_eq!(result.unwrap(), format!("kubernetes:provisioning/{NAME}"));
+
+    assert_eq!(job["apiVersion"], "batch/v1");
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["metadata"]["name"], NAME);
+    let labels = json!({
+        "app.kubernetes.io/name": "provisioning-runner",
+        "app.kubernetes.io/part-of": "provisioning",
+        "provisioning/vm-id": VM,
+        "provisioning/job": "3",
+        "provisioning/action": "apply",
+    });
+    assert_eq!(job["metadata"]["labels"], labels);
+    let spec = &job["spec"];
+    assert_eq!(spec["backoffLimit"], 0);
+    assert_eq!(spec["ttlSecondsAfterFinished"], 600);
+    assert_eq!(spec["activeDeadlineSeconds"], 1800);
+    assert_eq!(spec["template"]["metadata"]["labels"], labels);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(pod["terminationGracePeriodSeconds"], 120);
+    assert_eq!(
+        pod["volumes"],
+        json!([
+            {"name": "job", "configMap": {"name": NAME}},
+            {"name": "work", "emptyDir": {}},
+        ])
+    );
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let runner = &containers[0];
+    assert_eq!(runner["name"], "runner");
+    assert_eq!(runner["image"], "registry.example/provisioning-runner:1");
+    assert_eq!(runner["command"], json!(["provisioning-runner"]));
+    assert_eq!(
+        runner["volumeMounts"],
+        json!([
+            {"name": "job", "mountPath": "/job", "readOnly": true},
+            {"name": "work", "mountPath": "/work"},
+        ])
+    );
+    assert_eq!(
+        runner["resources"]["requests"],
+        json!({"cpu": "250m", "memory": "256Mi"})
+    );
+    assert_eq!(
+        runner["resources"]["limits"],
+        json!({"cpu": "1", "memory": "1Gi"})
+    );
+    assert_eq!(
+        runner["env"],
+        json!([
+            {"name": "NATS_URL", "value": "nats://nats:4222"},
+            {"name": "RUNNER_SECRET_ENV", "value": "OS_PASSWORD,RUNNER_BACKEND_PASSWORD"},
+            {"name": "RUNNER_WORKDIR", "value": "/work"},
+            {"name": "RUNNER_SOURCE_DIR", "value": "/job"},
+            {"name": "RUNNER_NAME", "value": format!("kubernetes:provisioning/{NAME}")},
+            {"name": "OS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "nrec", "key": "password", "optional": false}}},
+            {"name": "RUNNER_BACKEND_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "tf-backend", "key": "password", "optional": false}}},
+        ])
+    );
+
+    assert_eq!(config_map["metadata"]["name"], NAME);
+    assert_eq!(config_map["metadata"]["labels"], labels);
+    assert_eq!(
+        config_map["metadata"]["ownerReferences"],
+        json!([{
+            "apiVersion": "batch/v1", "kind": "Job", "name": NAME, "uid": UID,
+            "controller": true, "blockOwnerDeletion": true,
+        }])
+    );
+    assert_eq!(
+        config_map["data"],
+        json!({
+            "backend.tf": "terraform {\n  backend \"pg\" {}\n}\n",
+            "main.tf": "resource \"null_resource\" \"vm\" {}\n",
+            "terraform.tfvars.json": "{\"vm_name\": \"web\"}",
+        })
+    );
+}
+
+#[tokio::test]
+async fn no_credential_value_is_sent_to_the_api_server() {
+    let (result, _, _, bodies) = first_delivery().await;
+    result.unwrap();
+    assert!(bodies.contains("secretKeyRef"), "{bodies}");
+    assert!(
+        !bodies.contains(PLANTED),
+        "a credential value was sent: {bodies}"
+    );
+}
+
+#[tokio::test]
+async fn a_redelivered_job_whose_job_exists_is_started_and_creates_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (_, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        respond(send, StatusCode::CONFLICT, already_exists("jobs.batch"));
+        let (_, _, send) = expect(&mut server, Method::GET, &format!("{JOBS}/{NAME}")).await;
+        respond(
+            send,
+            StatusCode::OK,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
+        );
+        let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
+        assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
+        respond(send, StatusCode::CONFLICT, already_exists("configmaps"));
+        server
+    });
+    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    let mut server = within_a_second(scenario).await;
+    assert_eq!(result.unwrap(), format!("kubernetes:provisioning/{NAME}"));
+    drop(executor);
+    let extra = tokio::time::timeout(Duration::from_secs(1), server.next_request()).await;
+    assert!(matches!(extra, Ok(None)), "an unexpected call was made");
+}
+
+#[tokio::test]
+async fn a_redelivered_job_whose_config_map_is_missing_gets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (_, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        respond(send, StatusCode::CONFLICT, already_exists("jobs.batch"));
+        let (_, _, send) = expect(&mut server, Method::GET, &format!("{JOBS}/{NAME}")).await;
+        respond(
+            send,
+            StatusCode::OK,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
+        );
+        let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
+        assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
+        respond(send, StatusCode::CREATED, created(config_map, "cm-uid"));
+    });
+    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    within_a_second(scenario).await;
+    result.unwrap();
+}
+
+#[tokio::test]
+async fn a_credential_without_a_secret_is_refused_by_name_and_nothing_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let credentials = vec![
+        credential("OS_PASSWORD", Some(("nrec", "password"))),
+        credential("TF_VAR_api_token", None),
+    ];
+    let error = executor
+        .start(launch(dir.path(), credentials))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("TF_VAR_api_token"), "{error}");
+    assert!(!error.contains(PLANTED), "{error}");
+    drop(executor);
+    let call = tokio::time::timeout(Duration::from_secs(1), server.next_request()).await;
+    assert!(matches!(call, Ok(None)), "the API server was called");
+}
+
+#[tokio::test]
+async fn a_job_whose_config_map_cannot_be_created_is_deleted_and_the_start_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (job, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        respond(send, StatusCode::CREATED, created(job, UID));
+        let (_, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
+        respond(
+            send,
+            StatusCode::FORBIDDEN,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                   "message": "configmaps is forbidden", "reason": "Forbidden", "code": 403}),
+        );
+        let (body, _, send) = expect(&mut server, Method::DELETE, &format!("{JOBS}/{NAME}")).await;
+        assert_eq!(body["propagationPolicy"], "Background");
+        respond(
+            send,
+            StatusCode::OK,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
+        );
+    });
+    let error = executor
+        .start(launch(dir.path(), good_credentials()))
+        .await
+        .unwrap_err()
+        .to_string();
+    within_a_second(scenario).await;
+    assert!(
+        error.contains("ConfigMap") && error.contains("forbidden"),
+        "{error}"
+    );
+}
+
+#[test]
+fn names_are_dns_labels_unique_per_vm_and_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut launch = launch(dir.path(), vec![]);
+    launch.job_id = JobId::new(u32::MAX);
+    let name = super::manifest::name(&launch);
+    assert!(name.len() <= 63, "{name}");
+    assert!(name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+    assert!(name.starts_with("prov-") && !name.ends_with('-'));
+    assert!(name.contains(VM));
+}

@@ -1,0 +1,254 @@
+//! The catalog as administrators see and change it: every row with its order, the
+//! `Catalog` aggregate's commands and its audit history.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::{AggregateError, CqrsFramework};
+use domain::catalog::{
+    Catalog, CatalogCommand, CatalogError, ProviderSpec, Seed, TemplateSpec, CATALOG_ID,
+};
+use domain::provisioning::{ProviderId, TemplateId};
+use postgres_es::PostgresEventRepository;
+use serde::Serialize;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+
+use crate::{AuditEvent, Metadata};
+
+pub type CatalogCqrs =
+    CqrsFramework<Catalog, PersistedEventStore<PostgresEventRepository, Catalog>>;
+
+/// The catalog's command handler, given the tables' rows (see `domain::catalog`). No
+/// snapshots: admin changes are few.
+pub fn cqrs(pool: PgPool, seed: Seed) -> CatalogCqrs {
+    let store = PersistedEventStore::new_event_store(PostgresEventRepository::new(pool));
+    CqrsFramework::new(store, vec![], seed)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogCommandError {
+    #[error(transparent)]
+    Rejected(#[from] CatalogError),
+    #[error("the catalog kept changing while the command was retried")]
+    Conflict,
+    #[error("event store error: {0}")]
+    Store(String),
+}
+
+/// Executes a command on the catalog, retrying when a concurrent admin committed first.
+#[tracing::instrument(skip_all, err)]
+pub async fn execute(
+    cqrs: &CatalogCqrs,
+    command: CatalogCommand,
+    metadata: &Metadata,
+) -> Result<(), CatalogCommandError> {
+    let metadata = metadata_map(metadata);
+    for attempt in 0..5u64 {
+        match cqrs
+            .execute_with_metadata(CATALOG_ID, command.clone(), metadata.clone())
+            .await
+        {
+            Ok(()) => return Ok(()),
+            Err(AggregateError::UserError(e)) => return Err(e.into()),
+            Err(AggregateError::AggregateConflict) => {
+                tokio::time::sleep(Duration::from_millis(5 * (attempt + 1))).await;
+            }
+            Err(e) => return Err(CatalogCommandError::Store(e.to_string())),
+        }
+    }
+    Err(CatalogCommandError::Conflict)
+}
+
+fn metadata_map(metadata: &Metadata) -> HashMap<String, String> {
+    let now = OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    HashMap::from([
+        ("actor".to_owned(), metadata.actor.clone()),
+        ("correlation_id".to_owned(), metadata.correlation_id.clone()),
+        ("time".to_owned(), now),
+    ])
+}
+
+/// A provider with everything an administrator may change.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ProviderRecord {
+    pub id: String,
+    pub name: String,
+    pub enabled: bool,
+    pub sort_order: i32,
+}
+
+/// A template with everything an administrator may change.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct TemplateRecord {
+    pub provider_id: String,
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub flavor_name: String,
+    pub image_name: String,
+    pub username: String,
+    pub cpu: i32,
+    pub ram_gb: i32,
+    pub storage_gb: i32,
+    pub gpu: Option<String>,
+    pub tags: Vec<String>,
+    pub enabled: bool,
+    pub sort_order: i32,
+}
+
+const PROVIDER_RECORD: &str = "SELECT id, name, enabled, sort_order FROM providers";
+const TEMPLATE_RECORD: &str = "SELECT provider_id, id, name, description, flavor_name, \
+     image_name, username, cpu, ram_gb, storage_gb, gpu, tags, enabled, sort_order FROM templates";
+
+/// Every provider, disabled ones included, in catalog order.
+pub async fn all_providers(pool: &PgPool) -> Result<Vec<ProviderRecord>, sqlx::Error> {
+    sqlx::query_as(&format!("{PROVIDER_RECORD} ORDER BY sort_order, id"))
+        .fetch_all(pool)
+        .await
+}
+
+pub async fn provider_record(
+    pool: &PgPool,
+    id: &str,
+) -> Result<Option<ProviderRecord>, sqlx::Error> {
+    sqlx::query_as(&format!("{PROVIDER_RECORD} WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Every template (of one provider, if given), disabled ones included, in catalog order.
+pub async fn all_templates(
+    pool: &PgPool,
+    provider: Option<&str>,
+) -> Result<Vec<TemplateRecord>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "{TEMPLATE_RECORD} t WHERE $1::text IS NULL OR t.provider_id = $1
+         ORDER BY (SELECT p.sort_order FROM providers p WHERE p.id = t.provider_id),
+                  t.provider_id, t.sort_order, t.id"
+    ))
+    .bind(provider)
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn template_record(
+    pool: &PgPool,
+    provider: &str,
+    id: &str,
+) -> Result<Option<TemplateRecord>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "{TEMPLATE_RECORD} WHERE provider_id = $1 AND id = $2"
+    ))
+    .bind(provider)
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The tables' rows, for the aggregate to learn those it does not know (see
+/// `domain::catalog`).
+#[tracing::instrument(skip_all, err)]
+pub async fn seed(pool: &PgPool) -> Result<Seed, sqlx::Error> {
+    let decode = |e: domain::provisioning::ValueError| sqlx::Error::Decode(Box::new(e));
+    let providers = all_providers(pool)
+        .await?
+        .into_iter()
+        .map(|p| {
+            Ok(ProviderSpec {
+                id: ProviderId::parse(&p.id).map_err(decode)?,
+                name: p.name,
+                enabled: p.enabled,
+                sort_order: p.sort_order,
+            })
+        })
+        .collect::<Result<_, sqlx::Error>>()?;
+    let templates = all_templates(pool, None)
+        .await?
+        .into_iter()
+        .map(|t| {
+            Ok(TemplateSpec {
+                provider: ProviderId::parse(&t.provider_id).map_err(decode)?,
+                id: TemplateId::parse(&t.id).map_err(decode)?,
+                name: t.name,
+                description: t.description,
+                flavor_name: t.flavor_name,
+                image_name: t.image_name,
+                username: t.username,
+                cpu: t.cpu,
+                ram_gb: t.ram_gb,
+                storage_gb: t.storage_gb,
+                gpu: t.gpu,
+                tags: t.tags,
+                enabled: t.enabled,
+                sort_order: t.sort_order,
+            })
+        })
+        .collect::<Result<_, sqlx::Error>>()?;
+    Ok(Seed {
+        providers,
+        templates,
+    })
+}
+
+/// The sequence of the catalog's last event, 0 if it has none.
+pub async fn last_sequence(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let seq: Option<i64> = sqlx::query_scalar(
+        "SELECT max(sequence) FROM events WHERE aggregate_type = 'Catalog' AND aggregate_id = $1",
+    )
+    .bind(CATALOG_ID)
+    .fetch_one(pool)
+    .await?;
+    Ok(seq.unwrap_or(0) as u64)
+}
+
+/// The sequence of the last catalog event the tables show.
+pub async fn projected_sequence(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let seq: i64 = sqlx::query_scalar("SELECT last_sequence FROM catalog_projection")
+        .fetch_one(pool)
+        .await?;
+    Ok(seq as u64)
+}
+
+/// The catalog's events after `after`, in order, at most `limit`.
+#[tracing::instrument(skip_all, err)]
+pub async fn catalog_events(
+    pool: &PgPool,
+    after: u64,
+    limit: i64,
+) -> Result<Vec<AuditEvent>, sqlx::Error> {
+    let rows: Vec<(
+        i64,
+        String,
+        OffsetDateTime,
+        Option<String>,
+        serde_json::Value,
+    )> = sqlx::query_as(
+        "SELECT sequence, event_type, recorded_at, metadata->>'actor',
+                    coalesce(payload::jsonb->'data', '{}'::jsonb)
+             FROM events
+             WHERE aggregate_type = 'Catalog' AND aggregate_id = $1 AND sequence > $2
+             ORDER BY sequence LIMIT $3",
+    )
+    .bind(CATALOG_ID)
+    .bind(after as i64)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(sequence, event_type, recorded_at, actor, data)| AuditEvent {
+                sequence: sequence as u64,
+                event_type,
+                recorded_at,
+                actor,
+                data,
+            },
+        )
+        .collect())
+}
