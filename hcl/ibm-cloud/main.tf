@@ -8,9 +8,9 @@ provider "ibm" {
 locals {
   # Power VS shapes of the catalog: shared processors.
   flavors = {
-    "power11.small"  = { processors = 1, memory = 2, sys_type = "s1122" }
-    "power11.medium" = { processors = 2, memory = 4, sys_type = "s1122" }
-    "power11.large"  = { processors = 4, memory = 16, sys_type = "s1122" }
+    "power11.small"  = { processors = 2, memory = 8, sys_type = "s1122" }
+    "power11.medium" = { processors = 4, memory = 16, sys_type = "s1122" }
+    "power11.large"  = { processors = 8, memory = 32, sys_type = "s1122" }
     "power10.small"  = { processors = 1, memory = 2, sys_type = "s1022" }
     "power10.medium" = { processors = 2, memory = 4, sys_type = "s1022" }
     "power10.large"  = { processors = 4, memory = 16, sys_type = "s1022" }

@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use daemon::Roles;
+use futures::StreamExt;
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
@@ -225,6 +226,23 @@ async fn a_planted_credential_reaches_terraform_but_no_event_log_stream_or_respo
         store::sqlx::query(statement).execute(&app.pool).await.unwrap();
     }
 
+    // Everything runners publish, as it passes (the RUNNER stream drops acked messages).
+    let mut runner_subject = app
+        .bus
+        .client
+        .subscribe(format!("{}.runner.>", app.bus.subjects.prefix()))
+        .await
+        .unwrap();
+    let raw = tokio::spawn(async move {
+        let mut seen = vec![];
+        while let Ok(Some(message)) =
+            tokio::time::timeout(std::time::Duration::from_secs(5), runner_subject.next()).await
+        {
+            seen.push(String::from_utf8_lossy(&message.payload).into_owned());
+        }
+        seen
+    });
+
     let id = app
         .create_ok(json!({"provider": "leaky", "template": "small"}))
         .await;
@@ -275,6 +293,12 @@ async fn a_planted_credential_reaches_terraform_but_no_event_log_stream_or_respo
     for envelope in app.stream_messages().await {
         seen.push(serde_json::to_string(&envelope).unwrap());
     }
+    let raw = raw.await.unwrap();
+    assert!(
+        raw.iter().any(|m| m.contains("[redacted]")),
+        "the runner's own messages were seen"
+    );
+    seen.extend(raw);
     for entry in walk(app.work.path()) {
         seen.push(std::fs::read_to_string(entry).unwrap_or_default());
     }
@@ -300,4 +324,39 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+fn provisioningd(hcl: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_provisioningd"))
+        .args(args)
+        .env("PROVISIONING_HCL_DIR", hcl)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn providers_validate_exits_non_zero_naming_the_problem_and_list_prints_the_registry() {
+    let hcl = hcl_copy();
+    let list = provisioningd(hcl.path(), &["providers", "list"]);
+    assert!(list.status.success());
+    let table = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("local ") && l.ends_with("none needed")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("nrec ") && l.contains("bgo")),
+        "{table}"
+    );
+
+    std::fs::remove_file(hcl.path().join("nscale/outputs.tf")).unwrap();
+    let validate = provisioningd(hcl.path(), &["providers", "validate"]);
+    assert!(!validate.status.success());
+    let stderr = String::from_utf8_lossy(&validate.stderr);
+    assert!(stderr.contains("declares no output vm_ip"), "{stderr}");
 }
