@@ -215,11 +215,15 @@ fn kubernetes(
 }
 
 /// The credential values of the registry's providers: from the encrypted credentials file
-/// if configured, else from this process's environment.
+/// if configured, else from this process's environment. With the Kubernetes executor
+/// runners get Secret references instead, and the daemon holds no value.
 pub fn credentials(
     registry: &registry::Registry,
     config: &Config,
 ) -> Result<registry::Credentials, registry::CredentialError> {
+    if config.kubernetes.is_some() {
+        return Ok(registry::Credentials::by_reference());
+    }
     let file = match &config.credentials_file {
         Some((file, identity)) => registry::Credentials::read_age_file(file, identity)?,
         None => Default::default(),

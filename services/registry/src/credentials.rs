@@ -22,6 +22,9 @@ pub enum CredentialError {
 #[derive(Default, Clone)]
 pub struct Credentials {
     values: HashMap<String, SecretString>,
+    /// Runners get Secret references, not values (Kubernetes executor): a credential is
+    /// present when the registry names its Secret.
+    by_reference: bool,
 }
 
 impl Credentials {
@@ -46,7 +49,18 @@ impl Credentials {
                 values.insert(source.clone(), value);
             }
         }
-        Self { values }
+        Self {
+            values,
+            by_reference: false,
+        }
+    }
+
+    /// For an executor that hands runners Secret references: the daemon holds no values.
+    pub fn by_reference() -> Self {
+        Self {
+            values: HashMap::new(),
+            by_reference: true,
+        }
     }
 
     /// Decrypts an age file of `NAME=value` lines with the identities of `identity_file`.
@@ -88,8 +102,12 @@ impl Credentials {
             .cloned()
     }
 
-    /// Whether every credential of the provider has a value here.
+    /// Whether every credential of the provider is available to its runners: a value here,
+    /// or a Secret reference when runners get references.
     pub fn present(&self, provider: &Provider) -> bool {
+        if self.by_reference {
+            return provider.credentials.iter().all(|c| c.secret.is_some());
+        }
         self.runner_env(provider).is_ok()
     }
 

@@ -158,3 +158,16 @@ fn credentials_come_from_the_encrypted_file_before_the_environment() {
         "from-env"
     );
 }
+
+#[test]
+fn with_secret_references_a_credential_is_present_when_its_secret_is_named() {
+    let (_dir, registry) = registry_with(GOOD_TF, GOOD_TOML);
+    let registry = registry.unwrap();
+    assert!(Credentials::by_reference().present(&registry.providers[0]));
+    let toml = GOOD_TOML.replace(
+        "secret = { name = \"cloud-secret\", key = \"token\" }\n",
+        "",
+    );
+    let (_dir, registry) = registry_with(GOOD_TF, &toml);
+    assert!(!Credentials::by_reference().present(&registry.unwrap().providers[0]));
+}
