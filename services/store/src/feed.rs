@@ -189,7 +189,7 @@ impl Wakeup {
 pub struct Lease {
     // Detached from the pool: closing it (on drop) releases the lock; a pooled connection
     // would go back to the pool still holding it.
-    _conn: sqlx::PgConnection,
+    conn: sqlx::PgConnection,
 }
 
 impl Lease {
@@ -201,8 +201,17 @@ impl Lease {
             .fetch_one(&mut *conn)
             .await?;
         Ok(got.then(|| Lease {
-            _conn: conn.detach(),
+            conn: conn.detach(),
         }))
+    }
+
+    /// Whether the lock is still held: a lost session (a Postgres restart, a network cut)
+    /// released it, and another replica may hold it now.
+    pub async fn is_held(&mut self) -> bool {
+        sqlx::query("SELECT 1")
+            .execute(&mut self.conn)
+            .await
+            .is_ok()
     }
 }
 
@@ -215,19 +224,47 @@ where
     Fut: std::future::Future<Output = Result<usize, E>>,
     E: std::fmt::Display,
 {
-    let _lease = loop {
+    while !cancel.is_cancelled() {
+        let Some(lease) = acquire(pool, name, cancel).await else {
+            return;
+        };
+        run_while_held(pool, name, cancel, lease, &mut pass).await;
+    }
+}
+
+/// Waits until this replica holds the lease `name`; `None` when cancelled first.
+async fn acquire(pool: &PgPool, name: &str, cancel: &CancellationToken) -> Option<Lease> {
+    loop {
         match Lease::try_acquire(pool, name).await {
-            Ok(Some(lease)) => break lease,
+            Ok(Some(lease)) => return Some(lease),
             Ok(None) => tracing::debug!(name, "another replica holds the lease"),
             Err(e) => tracing::warn!(name, error = %e, "could not ask for the lease"),
         }
         tokio::select! {
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => return None,
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
         }
-    };
+    }
+}
+
+/// Runs passes until cancelled or until the lease's session is lost.
+async fn run_while_held<F, Fut, E>(
+    pool: &PgPool,
+    name: &str,
+    cancel: &CancellationToken,
+    mut lease: Lease,
+    pass: &mut F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<usize, E>>,
+    E: std::fmt::Display,
+{
     let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
     while !cancel.is_cancelled() {
+        if !lease.is_held().await {
+            tracing::warn!(name, "lost the lease's session; taking it again");
+            return;
+        }
         let pause = match pass().await {
             Ok(0) => None,
             Ok(_) => continue,

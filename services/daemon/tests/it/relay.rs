@@ -152,3 +152,42 @@ async fn events_committed_while_the_relay_was_down_or_died_before_its_checkpoint
         "one job message per queued job"
     );
 }
+
+async fn advisory_locks(app: &TestApp) -> i64 {
+    store::sqlx::query_scalar(
+        "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+         WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_relay_that_loses_its_lease_session_takes_the_lease_again_and_goes_on() {
+    let app = spawn_app_with(relay_only()).await;
+    let first = write_concurrently(&app, 1, 5).await;
+    published_events(&app, first).await;
+    assert_eq!(advisory_locks(&app).await, 1, "the relay holds its lease");
+
+    // The lease's session dies, as in a Postgres restart.
+    store::sqlx::query(
+        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+         WHERE l.locktype = 'advisory' AND d.datname = current_database()",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let second = write_concurrently(&app, 1, 5).await;
+
+    let published = published_events(&app, first + second).await;
+    assert_eq!(published.len(), first + second);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while advisory_locks(&app).await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the lease was not taken again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
