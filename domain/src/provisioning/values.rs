@@ -177,9 +177,19 @@ pub struct SshPublicKey(String);
 impl SshPublicKey {
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         let s = s.trim();
-        ssh_key::PublicKey::from_openssh(s)
+        // One line of printable text: the key ends up in cloud-init YAML and on VMs.
+        if s.chars().any(char::is_control) {
+            return Err(ValueError::new(
+                "ssh_public_key",
+                "must be one line without control characters",
+            ));
+        }
+        let key = ssh_key::PublicKey::from_openssh(s)
             .map_err(|_| ValueError::new("ssh_public_key", "is not an OpenSSH public key"))?;
-        Ok(Self(s.to_owned()))
+        let normalized = key
+            .to_openssh()
+            .map_err(|_| ValueError::new("ssh_public_key", "is not an OpenSSH public key"))?;
+        Ok(Self(normalized))
     }
 
     pub fn as_str(&self) -> &str {
@@ -271,6 +281,8 @@ mod tests {
         assert!(SshPublicKey::parse(key).is_ok());
         assert!(SshPublicKey::parse("ssh-ed25519 notbase64").is_err());
         assert!(SshPublicKey::parse("hello").is_err());
+        let injected = format!("{}\nruncmd: [reboot]", key);
+        assert!(SshPublicKey::parse(&injected).is_err());
     }
 
     #[test]

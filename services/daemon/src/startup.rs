@@ -198,16 +198,29 @@ impl Application {
             };
             tasks.spawn(ingester.run(cancel.clone()));
         }
-        let mut result = Ok(());
         if let Some(listener) = self.listener {
             let stop = cancel.clone();
-            result = axum::serve(listener, api::app(state))
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-            cancel.cancel();
-        } else {
-            cancel.cancelled().await;
+            tasks.spawn(async move {
+                let served = axum::serve(listener, api::app(state))
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "the API server failed");
+                }
+            });
         }
+        // A role that ends before shutdown (a bug, a panic) stops the process, so that a
+        // supervisor restarts it rather than it running on without that role.
+        let result = tokio::select! {
+            _ = cancel.cancelled() => Ok(()),
+            ended = tasks.join_next(), if !tasks.is_empty() => {
+                cancel.cancel();
+                match ended {
+                    Some(Err(e)) if e.is_panic() => Err(std::io::Error::other("a role panicked")),
+                    _ => Err(std::io::Error::other("a role ended before shutdown")),
+                }
+            }
+        };
         while tasks.join_next().await.is_some() {}
         result
     }

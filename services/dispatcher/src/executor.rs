@@ -41,6 +41,24 @@ pub trait Executor: Send + Sync {
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError>;
 }
 
+/// The daemon's environment variables a local runner inherits.
+const INHERITED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "TZ",
+    "RUST_LOG",
+    "PROVISIONING_LOG_FORMAT",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "TF_CLI_CONFIG_FILE",
+    "TF_PLUGIN_CACHE_DIR",
+];
+
 /// Runs the runner binary as a child process of the daemon. When a runner ends without
 /// having delivered its result (it crashed, was killed, or could not reach NATS), the
 /// executor reports the job as failed on its behalf, so the VM does not wait for ever.
@@ -54,7 +72,11 @@ impl Executor for LocalExecutor {
     #[tracing::instrument(skip_all, fields(vm_id = %launch.vm_id, job_id = %launch.job_id), err)]
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError> {
         let mut cmd = tokio::process::Command::new(&self.runner_bin);
-        cmd.envs(launch.env)
+        // The runner (and Terraform) get only what they need: never the daemon's own
+        // secrets (DATABASE_URL, the admin token) nor other providers' credentials.
+        cmd.env_clear()
+            .envs(std::env::vars().filter(|(name, _)| INHERITED.contains(&name.as_str())))
+            .envs(launch.env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bus::async_nats::jetstream::Message;
+use bus::async_nats::jetstream::{AckKind, Message};
 use bus::{Bus, JobMessage, Publisher, RunnerMessage, RunnerReport};
 use domain::provisioning::{Diagnostic, JobId, VmId};
 use futures::StreamExt;
@@ -78,7 +78,6 @@ impl Dispatcher {
         }
     }
 
-    #[tracing::instrument(skip_all, err)]
     async fn dispatch(&self, message: Message) -> Result<(), bus::async_nats::Error> {
         let job: JobMessage = match serde_json::from_slice(&message.payload) {
             Ok(job) => job,
@@ -87,17 +86,29 @@ impl Dispatcher {
                 return message.ack().await;
             }
         };
-        let span = tracing::info_span!("job", vm_id = %job.vm_id, job_id = %job.job_id);
-        let _guard = span.enter();
+        match self.dispatch_job(&job).await {
+            Ok(()) => message.ack().await,
+            Err(e) => {
+                // Postgres or NATS is away for a moment: the job comes back later.
+                tracing::warn!(error = %e, "could not dispatch the job; it will be delivered again");
+                message
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
+                    .await
+            }
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(vm_id = %job.vm_id, job_id = %job.job_id), err)]
+    async fn dispatch_job(&self, job: &JobMessage) -> Result<(), bus::async_nats::Error> {
         if store::job_started(&self.pool, job.vm_id, job.job_id).await? {
             tracing::info!("job already started; dropping the redelivered message");
-            return message.ack().await;
+            return Ok(());
         }
-        if let Err(reason) = self.start(&job).await {
+        if let Err(reason) = self.start(job).await {
             tracing::error!(%reason, "could not start the runner");
             report_failure(&self.bus, job.vm_id, job.job_id, reason).await?;
         }
-        message.ack().await
+        Ok(())
     }
 
     async fn start(&self, job: &JobMessage) -> Result<String, String> {

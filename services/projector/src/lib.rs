@@ -90,6 +90,12 @@ async fn fold_log(
 /// Empties the read models and folds the whole events table again.
 #[tracing::instrument(skip_all, err)]
 pub async fn rebuild(pool: &PgPool) -> Result<usize, sqlx::Error> {
+    // Hold the projector's lease, so no running projector folds into the tables meanwhile.
+    let Some(_lease) = feed::Lease::try_acquire(pool, CHECKPOINT).await? else {
+        return Err(sqlx::Error::Protocol(
+            "a projector is running: stop it (or its provisioningd) before rebuilding".into(),
+        ));
+    };
     let mut tx = pool.begin().await?;
     views::reset(&mut tx).await?;
     feed::save_checkpoint(&mut *tx, CHECKPOINT, feed::Cursor::default()).await?;

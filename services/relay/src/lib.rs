@@ -54,7 +54,11 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
             event_type: event.event_type.clone(),
             recorded_at: rfc3339(event.recorded_at),
             actor: event.actor(),
-            data: event.payload.get("data").cloned().unwrap_or_default(),
+            data: event
+                .payload
+                .get("data")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({})),
         };
         let subject = bus.subjects.event(
             &event.aggregate_type,

@@ -136,7 +136,7 @@ impl Reporter<'_> {
     ) -> Result<(), RunnerError> {
         self.line += 1;
         let line = self.line;
-        let message = self.redactor.apply(&message);
+        let message = lines::truncate(&self.redactor.apply(&message));
         self.send(RunnerReport::Log {
             line,
             level,

@@ -32,7 +32,7 @@ pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
         return ParsedLine {
             level: level.to_owned(),
             kind: if from_stderr { "stderr" } else { "plain" }.to_owned(),
-            message: truncate(text.trim_end()),
+            message: text.trim_end().to_owned(),
             diagnostic: None,
             sensitive_values: vec![],
         };
@@ -61,13 +61,15 @@ pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
     ParsedLine {
         level: field("@level").to_owned(),
         kind: field("type").to_owned(),
-        message: truncate(field("@message")),
+        message: field("@message").to_owned(),
         diagnostic,
         sensitive_values,
     }
 }
 
-fn truncate(text: &str) -> String {
+/// Cuts a message to the size a NATS message can carry. Redact first: a secret cut in half
+/// would no longer match.
+pub(crate) fn truncate(text: &str) -> String {
     if text.len() <= MAX_MESSAGE {
         return text.to_owned();
     }
@@ -129,7 +131,7 @@ mod tests {
 
     #[test]
     fn very_long_messages_are_cut() {
-        let parsed = parse_line(&"é".repeat(20_000), false);
-        assert!(parsed.message.len() <= MAX_MESSAGE + '…'.len_utf8());
+        let cut = truncate(&"é".repeat(20_000));
+        assert!(cut.len() <= MAX_MESSAGE + '…'.len_utf8());
     }
 }

@@ -17,12 +17,27 @@ impl Redactor {
         redactor
     }
 
+    /// Adds a secret, with the forms it may take in output: JSON-escaped, and, for a
+    /// multi-line secret (a key file), each of its lines, since output is read line by line.
     pub fn add(&mut self, secret: String) {
-        if !secret.is_empty() && !self.secrets.contains(&secret) {
-            self.secrets.push(secret);
-            // Longest first, so a secret containing another is replaced whole.
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let escaped = serde_json::Value::String(secret.clone()).to_string();
+        let escaped = escaped[1..escaped.len() - 1].to_owned();
+        let lines: Vec<String> = secret
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.len() >= 8)
+            .map(str::to_owned)
+            .collect();
+        for form in std::iter::once(secret)
+            .chain(std::iter::once(escaped))
+            .chain(lines)
+        {
+            if !form.is_empty() && !self.secrets.contains(&form) {
+                self.secrets.push(form);
+            }
         }
+        // Longest first, so a secret containing another is replaced whole.
+        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     }
 
     pub fn apply(&self, text: &str) -> String {
@@ -49,5 +64,15 @@ mod tests {
             "token [redacted] and [redacted], again [redacted]"
         );
         assert_eq!(redactor.apply("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn multi_line_and_json_escaped_secrets_are_replaced_too() {
+        let key = "{\n  \"private_key\": \"-----BEGIN KEY-----abcdefgh\"\n}".to_owned();
+        let redactor = Redactor::new([key]);
+        let line = r#"  "private_key": "-----BEGIN KEY-----abcdefgh""#;
+        assert_eq!(redactor.apply(line), "  [redacted]");
+        let escaped = r#"error: {\n  \"private_key\": \"-----BEGIN KEY-----abcdefgh\"\n}"#;
+        assert_eq!(redactor.apply(escaped), "error: [redacted]");
     }
 }

@@ -326,7 +326,7 @@ async fn catalog_rows(app: &TestApp) -> (Vec<Value>, Vec<Value>) {
 
 #[tokio::test]
 async fn rebuilding_the_projections_gives_the_same_catalog_rows() {
-    let app = spawn_app().await;
+    let mut app = spawn_app().await;
     let body = json!({"id": "hetzner", "name": "Hetzner", "sort_order": 3});
     json_of(
         send(&app, "POST", "/api/v1/admin/providers", body).await,
@@ -366,6 +366,12 @@ async fn rebuilding_the_projections_gives_the_same_catalog_rows() {
     )
     .await;
     let before = catalog_rows(&app).await;
+    let refused = projector::rebuild(&app.pool).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("a projector is running"),
+        "{refused}"
+    );
+    app.stop().await;
 
     // Rows a rebuild must restore: one an admin changed, one only the seed import describes.
     store::sqlx::query(

@@ -141,6 +141,14 @@ pub async fn try_spawn_app(
 }
 
 impl TestApp {
+    /// Stops every role of the application (its database stays).
+    pub async fn stop(&mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
     pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
         self.client
             .get(format!("{}{path}", self.address))

@@ -58,6 +58,9 @@ pub async fn stream_vm(
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
+/// How long a quiet stream waits before it checks the store for events it missed.
+const IDLE_CATCH_UP: Duration = Duration::from_secs(10);
+
 async fn forward(
     state: AppState,
     vm: VmId,
@@ -68,7 +71,24 @@ async fn forward(
     if catch_up(&state, vm, &mut sent, &tx).await.is_err() {
         return;
     }
-    while let Some(message) = live.next().await {
+    loop {
+        let message = tokio::select! {
+            // The client went away: drop the subscription now, not at the next event.
+            _ = tx.closed() => return,
+            message = tokio::time::timeout(IDLE_CATCH_UP, live.next()) => message,
+        };
+        let message = match message {
+            Ok(Some(message)) => message,
+            Ok(None) => return,
+            Err(_) => {
+                // Quiet for a while: read the store, in case the last live messages were
+                // dropped (core NATS delivers at most once to a slow subscriber).
+                if catch_up(&state, vm, &mut sent, &tx).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
         let Ok(envelope) = serde_json::from_slice::<bus::EventEnvelope>(&message.payload) else {
             continue;
         };
