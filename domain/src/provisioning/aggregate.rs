@@ -67,10 +67,18 @@ impl Provisioning {
             }
             ProvisioningCommand::RecordLogs { job_id, lines } => {
                 let job = self.active_job(job_id)?;
-                Ok(new_lines(job, lines))
+                new_lines(job, lines)
             }
             ProvisioningCommand::FinishJob { job_id, outcome } => {
                 let job = self.active_job(job_id)?;
+                if outcome.lines > job.last_line {
+                    // The result overtook some lines: record them first.
+                    return Err(ProvisioningError::LinesMissing {
+                        job_id,
+                        reported: outcome.lines,
+                        recorded: job.last_line,
+                    });
+                }
                 let mut events = vec![finish(job, outcome)];
                 if self.lifecycle.destroy_pending {
                     events.push(self.queue(self.lifecycle.next_job_id(), JobAction::Destroy)?);
@@ -135,13 +143,29 @@ impl Provisioning {
     }
 }
 
-/// The lines not recorded yet, in order: a redelivered batch adds nothing twice.
-fn new_lines(job: ActiveJob, mut lines: Vec<LogLineIn>) -> Vec<ProvisioningEvent> {
+/// The lines not recorded yet, in order: a redelivered batch adds nothing twice, and a
+/// batch that skips a line is refused until the missing line is there, so no line is lost
+/// when messages arrive out of order.
+fn new_lines(
+    job: ActiveJob,
+    mut lines: Vec<LogLineIn>,
+) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
     lines.sort_by_key(|l| l.line);
     lines.dedup_by_key(|l| l.line);
-    lines
+    lines.retain(|l| l.line > job.last_line);
+    let mut expected = job.last_line + 1;
+    for line in &lines {
+        if line.line != expected {
+            return Err(ProvisioningError::LineGap {
+                job_id: job.id,
+                expected,
+                got: line.line,
+            });
+        }
+        expected += 1;
+    }
+    Ok(lines
         .into_iter()
-        .filter(|l| l.line > job.last_line)
         .map(|l| ProvisioningEvent::LogLine {
             job_id: job.id,
             line: l.line,
@@ -149,7 +173,7 @@ fn new_lines(job: ActiveJob, mut lines: Vec<LogLineIn>) -> Vec<ProvisioningEvent
             kind: l.kind,
             message: l.message,
         })
-        .collect()
+        .collect())
 }
 
 fn finish(job: ActiveJob, outcome: JobOutcome) -> ProvisioningEvent {

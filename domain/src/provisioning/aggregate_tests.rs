@@ -91,6 +91,7 @@ fn outcome(exit_code: i32, outputs: BTreeMap<String, serde_json::Value>) -> JobO
         exit_code,
         outputs,
         diagnostics: vec![],
+        lines: 0,
     }
 }
 
@@ -192,6 +193,49 @@ fn log_lines_are_recorded_in_order_and_redelivered_lines_are_dropped() {
 }
 
 #[test]
+fn a_batch_that_skips_a_line_is_refused_until_the_line_is_there() {
+    let given = [applying(), vec![log_event(1, "a")]].concat();
+    let refused = Given::with(())
+        .given(given.clone())
+        .when(ProvisioningCommand::RecordLogs {
+            job_id: job(1),
+            lines: vec![line(3, "c")],
+        })
+        .inspect_result()
+        .unwrap_err();
+    assert!(refused.is_retryable());
+    Given::with(())
+        .given(given)
+        .when(ProvisioningCommand::RecordLogs {
+            job_id: job(1),
+            lines: vec![line(2, "b"), line(4, "d")],
+        })
+        .then_expect_error(ProvisioningError::LineGap {
+            job_id: job(1),
+            expected: 3,
+            got: 4,
+        });
+}
+
+#[test]
+fn a_result_that_overtook_its_lines_waits_for_them() {
+    let mut result = outcome(0, outputs_with_ip());
+    result.lines = 2;
+    Given::with(())
+        .given([applying(), vec![log_event(1, "a")]].concat())
+        .when(finish(1, result.clone()))
+        .then_expect_error(ProvisioningError::LinesMissing {
+            job_id: job(1),
+            reported: 2,
+            recorded: 1,
+        });
+    Given::with(())
+        .given([applying(), vec![log_event(1, "a"), log_event(2, "b")]].concat())
+        .when(finish(1, result))
+        .then_expect_events(vec![applied()]);
+}
+
+#[test]
 fn log_lines_of_a_finished_job_are_refused() {
     Given::with(())
         .given(provisioned())
@@ -240,6 +284,7 @@ fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
         // the exit code decides, even when outputs look like success
         outputs: outputs_with_ip(),
         diagnostics: vec![warning.clone(), diagnostic.clone()],
+        lines: 0,
     };
     Given::with(())
         .given(applying())

@@ -40,4 +40,7 @@ pub struct JobOutcome {
     pub outputs: BTreeMap<String, serde_json::Value>,
     /// The error diagnostics Terraform printed.
     pub diagnostics: Vec<Diagnostic>,
+    /// How many lines the runner published; the job ends only once all are recorded.
+    #[serde(default)]
+    pub lines: u32,
 }

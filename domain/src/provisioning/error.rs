@@ -13,4 +13,27 @@ pub enum ProvisioningError {
     AlreadyDestroying(VmStatus),
     #[error("job {0} is not the active job of this VM")]
     JobNotActive(JobId),
+    #[error("job {job_id}: line {expected} is missing before line {got}")]
+    LineGap {
+        job_id: JobId,
+        expected: u32,
+        got: u32,
+    },
+    #[error("job {job_id}: the runner reported {reported} lines, {recorded} are recorded")]
+    LinesMissing {
+        job_id: JobId,
+        reported: u32,
+        recorded: u32,
+    },
+}
+
+impl ProvisioningError {
+    /// A refusal that the same message, delivered again later, may pass: lines that
+    /// arrived out of order.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ProvisioningError::LineGap { .. } | ProvisioningError::LinesMissing { .. }
+        )
+    }
 }

@@ -55,6 +55,9 @@ pub enum RunnerReport {
         exit_code: i32,
         outputs: BTreeMap<String, serde_json::Value>,
         diagnostics: Vec<Diagnostic>,
+        /// How many log lines the runner published before this result.
+        #[serde(default)]
+        lines: u32,
     },
 }
 

@@ -201,6 +201,7 @@ pub async fn report_failure(
                 summary: reason,
                 detail: String::new(),
             }],
+            lines: 0,
         },
     };
     let mut publisher = Publisher::new(bus.jetstream.clone(), 1);

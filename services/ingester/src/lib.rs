@@ -45,7 +45,14 @@ impl Ingester {
                 b = batches.next() => b,
             };
             let Some(batch) = batch else { return Ok(()) };
-            let messages = batch.into_iter().collect::<Result<Vec<_>, _>>()?;
+            // A failed pull (a missed heartbeat) must not drop the messages that did arrive.
+            let messages = batch
+                .into_iter()
+                .filter_map(|m| {
+                    m.map_err(|e| tracing::warn!(error = %e, "pull error; going on"))
+                        .ok()
+                })
+                .collect();
             self.ingest(messages).await;
         }
     }
@@ -91,12 +98,14 @@ impl Ingester {
                     exit_code,
                     outputs,
                     diagnostics,
+                    lines,
                 } => ProvisioningCommand::FinishJob {
                     job_id: job,
                     outcome: JobOutcome {
                         exit_code,
                         outputs,
                         diagnostics,
+                        lines,
                     },
                 },
                 RunnerReport::Log {
@@ -137,6 +146,18 @@ impl Ingester {
             };
             match store::execute(&self.cqrs, vm, command, metadata.clone()).await {
                 Ok(()) => {}
+                Err(CommandError::Rejected(e)) if e.is_retryable() => {
+                    // Out of order (a line is still on its way): try these again shortly,
+                    // with the rest of the job's messages, which must wait for them.
+                    tracing::info!(%vm, %job, reason = %e, "runner messages out of order; retrying");
+                    let rest = acks.into_iter().chain(pending.map(|(m, _)| m));
+                    for m in rest {
+                        let _ = m
+                            .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
+                            .await;
+                    }
+                    return;
+                }
                 Err(CommandError::Rejected(e)) => {
                     // A stale or repeated message: nothing to do but drop it.
                     tracing::warn!(%vm, %job, reason = %e, "runner message refused by the VM");

@@ -94,6 +94,7 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
         exit_code,
         outputs,
         diagnostics: errors,
+        lines: out.line,
     })
     .await?;
     out.publisher.flush().await?;

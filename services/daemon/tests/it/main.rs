@@ -3,6 +3,7 @@
 mod api;
 mod catalog;
 mod helpers;
+mod ingester;
 mod lifecycle;
 mod providers;
 mod relay;

@@ -76,6 +76,7 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
         exit_code: 0,
         outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.5"))].into(),
         diagnostics: vec![],
+        lines: 0,
     };
     run(ProvisioningCommand::FinishJob {
         job_id: job,

@@ -1,0 +1,123 @@
+use std::time::Duration;
+
+use bus::{Publisher, RunnerMessage, RunnerReport};
+use daemon::Roles;
+use domain::provisioning::*;
+use store::Metadata;
+
+use crate::helpers::{spawn_app_with, TestApp, SSH_KEY};
+
+fn spec() -> VmSpec {
+    VmSpec {
+        name: VmName::parse("late-lines").unwrap(),
+        provider: ProviderId::parse("local").unwrap(),
+        template: TemplateId::parse("small").unwrap(),
+        image_name: "debian-12".into(),
+        flavor_name: "local.small".into(),
+        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(1).unwrap(),
+        username: "ubuntu".into(),
+    }
+}
+
+async fn send(app: &TestApp, vm: VmId, report: RunnerReport) {
+    let message = RunnerMessage {
+        vm_id: vm,
+        job_id: JobId::FIRST,
+        report,
+    };
+    let subject = app
+        .bus
+        .subjects
+        .runner(vm, JobId::FIRST, message.report.subject_kind());
+    let mut publisher = Publisher::new(app.bus.jetstream.clone(), 1);
+    publisher
+        .publish(
+            subject,
+            &message.message_id(),
+            serde_json::to_vec(&message).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    publisher.flush().await.unwrap();
+}
+
+fn log(line: u32) -> RunnerReport {
+    RunnerReport::Log {
+        line,
+        level: "info".into(),
+        kind: "log".into(),
+        message: format!("line {line}"),
+    }
+}
+
+#[tokio::test]
+async fn lines_that_arrive_late_are_recorded_in_order_before_the_result() {
+    let app = spawn_app_with(Roles {
+        ingester: true,
+        ..Roles::NONE
+    })
+    .await;
+    let vm = VmId::new();
+    let meta = Metadata {
+        actor: "test".into(),
+        correlation_id: "late".into(),
+    };
+    let cqrs = store::cqrs(app.pool.clone());
+    store::execute(
+        &cqrs,
+        vm,
+        ProvisioningCommand::Request { spec: spec() },
+        meta,
+    )
+    .await
+    .unwrap();
+
+    send(
+        &app,
+        vm,
+        RunnerReport::Started {
+            runner: "test".into(),
+        },
+    )
+    .await;
+    for line in [1, 2, 4, 5] {
+        send(&app, vm, log(line)).await;
+    }
+    let result = RunnerReport::Result {
+        exit_code: 0,
+        outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.8"))].into(),
+        diagnostics: vec![],
+        lines: 5,
+    };
+    send(&app, vm, result).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    send(&app, vm, log(3)).await; // line 3 was held up somewhere
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let events = loop {
+        let rows: Vec<(String, Option<i64>)> = store::sqlx::query_as(
+            "SELECT event_type, (payload::jsonb->'data'->>'line')::bigint FROM events
+             WHERE aggregate_id = $1 ORDER BY sequence",
+        )
+        .bind(vm.to_string())
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        if rows.last().is_some_and(|(t, _)| t == "Applied") {
+            break rows;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never applied: {rows:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let lines: Vec<i64> = events.iter().filter_map(|(_, line)| *line).collect();
+    assert_eq!(
+        lines,
+        [1, 2, 3, 4, 5],
+        "every line, in order, before the result"
+    );
+}
