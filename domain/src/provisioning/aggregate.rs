@@ -153,8 +153,7 @@ fn new_lines(
     lines.sort_by_key(|l| l.line);
     lines.dedup_by_key(|l| l.line);
     lines.retain(|l| l.line > job.last_line);
-    let mut expected = job.last_line + 1;
-    for line in &lines {
+    for (expected, line) in (job.last_line + 1..).zip(lines.iter()) {
         if line.line != expected {
             return Err(ProvisioningError::LineGap {
                 job_id: job.id,
@@ -162,7 +161,6 @@ fn new_lines(
                 got: line.line,
             });
         }
-        expected += 1;
     }
     Ok(lines
         .into_iter()

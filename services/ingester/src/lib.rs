@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
 use bus::{Bus, RunnerMessage, RunnerReport};
-use domain::provisioning::{JobId, JobOutcome, LogLineIn, ProvisioningCommand, VmId};
+use domain::provisioning::{
+    JobId, JobOutcome, LogLineIn, ProvisioningCommand, ProvisioningError, VmId,
+};
 use futures::StreamExt;
 use store::{CommandError, Metadata, ProvisioningCqrs};
 use tokio_util::sync::CancellationToken;
@@ -82,100 +84,144 @@ impl Ingester {
     }
 
     async fn ingest_job(&self, vm: VmId, job: JobId, reports: Reports) {
+        let mut steps = steps(job, reports).into_iter();
+        while let Some(step) = steps.next() {
+            if let Err(unrecorded) = self.apply(vm, job, step).await {
+                // Their turn comes again, after what they wait for: so do the later ones.
+                let later = steps.flat_map(|s| s.messages);
+                for m in unrecorded.into_iter().chain(later) {
+                    let _ = m.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+                }
+                return;
+            }
+        }
+    }
+
+    /// Records one step and acks its messages; the messages it could not record, on error.
+    async fn apply(&self, vm: VmId, job: JobId, step: Step) -> Result<(), Vec<Message>> {
+        let Step {
+            command,
+            mut messages,
+        } = step;
+        match self.execute(vm, command.clone()).await {
+            Ok(()) => {}
+            Err(CommandError::Rejected(ProvisioningError::LineGap { got, .. })) => {
+                // Record the lines before the gap now, so each delivery makes progress.
+                let ProvisioningCommand::RecordLogs { lines, .. } = command else {
+                    return Err(messages);
+                };
+                let before = lines.iter().take_while(|l| l.line < got).count();
+                let rest = messages.split_off(before);
+                let lines = lines.into_iter().take(before).collect::<Vec<_>>();
+                if !lines.is_empty() {
+                    let command = ProvisioningCommand::RecordLogs { job_id: job, lines };
+                    if self.execute(vm, command).await.is_err() {
+                        return Err(messages.into_iter().chain(rest).collect());
+                    }
+                }
+                ack_all(messages).await;
+                tracing::info!(%vm, %job, "a line is still on its way; retrying the later ones");
+                return Err(rest);
+            }
+            Err(CommandError::Rejected(e)) if e.is_retryable() => {
+                tracing::info!(%vm, %job, reason = %e, "runner messages out of order; retrying");
+                return Err(messages);
+            }
+            Err(CommandError::Rejected(e)) => {
+                // A stale or repeated message: nothing to do but drop it.
+                tracing::warn!(%vm, %job, reason = %e, "runner message refused by the VM");
+            }
+            Err(e) => {
+                tracing::error!(%vm, %job, error = %e, "could not record runner messages; they will be redelivered");
+                return Err(messages);
+            }
+        }
+        ack_all(messages).await;
+        Ok(())
+    }
+
+    async fn execute(&self, vm: VmId, command: ProvisioningCommand) -> Result<(), CommandError> {
         let metadata = Metadata {
             actor: "runner".to_owned(),
-            correlation_id: format!("{vm}/job/{job}"),
+            correlation_id: vm.to_string(),
         };
-        let mut pending = reports.into_iter().peekable();
-        while let Some((message, report)) = pending.next() {
-            let mut acks = vec![message];
-            let command = match report {
-                RunnerReport::Started { runner } => ProvisioningCommand::StartJob {
-                    job_id: job,
-                    runner,
-                },
-                RunnerReport::Result {
+        store::execute(&self.cqrs, vm, command, metadata).await
+    }
+}
+
+/// How long a message waits before it is delivered again.
+const RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// A command and the messages it comes from.
+struct Step {
+    command: ProvisioningCommand,
+    messages: Vec<Message>,
+}
+
+/// One job's reports as commands, in order; consecutive lines become one `RecordLogs`,
+/// sorted with their messages, so a split at a gap keeps each line with its message.
+fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
+    let mut steps: Vec<Step> = vec![];
+    let mut lines: Vec<(Message, LogLineIn)> = vec![];
+    for (message, report) in reports {
+        let command = match report {
+            RunnerReport::Log {
+                line,
+                level,
+                kind,
+                message: text,
+            } => {
+                let line = LogLineIn {
+                    line,
+                    level,
+                    kind,
+                    message: text,
+                };
+                lines.push((message, line));
+                continue;
+            }
+            RunnerReport::Started { runner } => ProvisioningCommand::StartJob { job_id, runner },
+            RunnerReport::Result {
+                exit_code,
+                outputs,
+                diagnostics,
+                lines,
+            } => ProvisioningCommand::FinishJob {
+                job_id,
+                outcome: JobOutcome {
                     exit_code,
                     outputs,
                     diagnostics,
                     lines,
-                } => ProvisioningCommand::FinishJob {
-                    job_id: job,
-                    outcome: JobOutcome {
-                        exit_code,
-                        outputs,
-                        diagnostics,
-                        lines,
-                    },
                 },
-                RunnerReport::Log {
-                    line,
-                    level,
-                    kind,
-                    message,
-                } => {
-                    let mut lines = vec![LogLineIn {
-                        line,
-                        level,
-                        kind,
-                        message,
-                    }];
-                    while let Some((_, RunnerReport::Log { .. })) = pending.peek() {
-                        let Some((
-                            m,
-                            RunnerReport::Log {
-                                line,
-                                level,
-                                kind,
-                                message,
-                            },
-                        )) = pending.next()
-                        else {
-                            break;
-                        };
-                        lines.push(LogLineIn {
-                            line,
-                            level,
-                            kind,
-                            message,
-                        });
-                        acks.push(m);
-                    }
-                    ProvisioningCommand::RecordLogs { job_id: job, lines }
-                }
-            };
-            match store::execute(&self.cqrs, vm, command, metadata.clone()).await {
-                Ok(()) => {}
-                Err(CommandError::Rejected(e)) if e.is_retryable() => {
-                    // Out of order (a line is still on its way): try these again shortly,
-                    // with the rest of the job's messages, which must wait for them.
-                    tracing::info!(%vm, %job, reason = %e, "runner messages out of order; retrying");
-                    let rest = acks.into_iter().chain(pending.map(|(m, _)| m));
-                    for m in rest {
-                        let _ = m
-                            .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
-                            .await;
-                    }
-                    return;
-                }
-                Err(CommandError::Rejected(e)) => {
-                    // A stale or repeated message: nothing to do but drop it.
-                    tracing::warn!(%vm, %job, reason = %e, "runner message refused by the VM");
-                }
-                Err(e) => {
-                    tracing::error!(%vm, %job, error = %e, "could not record runner messages; they will be redelivered");
-                    let rest = acks.into_iter().chain(pending.map(|(m, _)| m));
-                    for m in rest {
-                        let _ = m.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
-                    }
-                    return;
-                }
-            }
-            for m in acks {
-                if let Err(e) = m.ack().await {
-                    tracing::warn!(error = %e, "could not ack a runner message");
-                }
-            }
+            },
+        };
+        steps.extend(record_logs(job_id, &mut lines));
+        steps.push(Step {
+            command,
+            messages: vec![message],
+        });
+    }
+    steps.extend(record_logs(job_id, &mut lines));
+    steps
+}
+
+fn record_logs(job_id: JobId, lines: &mut Vec<(Message, LogLineIn)>) -> Option<Step> {
+    if lines.is_empty() {
+        return None;
+    }
+    lines.sort_by_key(|(_, l)| l.line);
+    let (messages, lines): (Vec<_>, Vec<_>) = std::mem::take(lines).into_iter().unzip();
+    Some(Step {
+        command: ProvisioningCommand::RecordLogs { job_id, lines },
+        messages,
+    })
+}
+
+async fn ack_all(messages: Vec<Message>) {
+    for m in messages {
+        if let Err(e) = m.ack().await {
+            tracing::warn!(error = %e, "could not ack a runner message");
         }
     }
 }
