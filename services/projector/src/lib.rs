@@ -91,7 +91,7 @@ async fn fold_log(
 #[tracing::instrument(skip_all, err)]
 pub async fn rebuild(pool: &PgPool) -> Result<usize, sqlx::Error> {
     // Hold the projector's lease, so no running projector folds into the tables meanwhile.
-    let Some(_lease) = feed::Lease::try_acquire(pool, CHECKPOINT).await? else {
+    let Some(lease) = feed::Lease::try_acquire(pool, CHECKPOINT).await? else {
         return Err(sqlx::Error::Protocol(
             "a projector is running: stop it (or its provisioningd) before rebuilding".into(),
         ));
@@ -103,8 +103,10 @@ pub async fn rebuild(pool: &PgPool) -> Result<usize, sqlx::Error> {
     let mut total = 0;
     loop {
         match pass(pool).await? {
-            0 => return Ok(total),
+            0 => break,
             n => total += n,
         }
     }
+    lease.release().await;
+    Ok(total)
 }

@@ -205,6 +205,12 @@ impl Lease {
         }))
     }
 
+    /// Gives the lease up now, rather than when the server notices the closed socket.
+    pub async fn release(self) {
+        use sqlx::Connection;
+        let _ = self.conn.close().await;
+    }
+
     /// Whether the lock is still held: a lost session (a Postgres restart, a network cut)
     /// released it, and another replica may hold it now.
     pub async fn is_held(&mut self) -> bool {
@@ -228,7 +234,9 @@ where
         let Some(lease) = acquire(pool, name, cancel).await else {
             return;
         };
-        run_while_held(pool, name, cancel, lease, &mut pass).await;
+        if let Some(lease) = run_while_held(pool, name, cancel, lease, &mut pass).await {
+            lease.release().await;
+        }
     }
 }
 
@@ -247,14 +255,16 @@ async fn acquire(pool: &PgPool, name: &str, cancel: &CancellationToken) -> Optio
     }
 }
 
-/// Runs passes until cancelled or until the lease's session is lost.
+/// Runs passes until cancelled (giving the lease back) or until the lease's session is
+/// lost (`None`).
 async fn run_while_held<F, Fut, E>(
     pool: &PgPool,
     name: &str,
     cancel: &CancellationToken,
     mut lease: Lease,
     pass: &mut F,
-) where
+) -> Option<Lease>
+where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<usize, E>>,
     E: std::fmt::Display,
@@ -263,7 +273,7 @@ async fn run_while_held<F, Fut, E>(
     while !cancel.is_cancelled() {
         if !lease.is_held().await {
             tracing::warn!(name, "lost the lease's session; taking it again");
-            return;
+            return None;
         }
         let pause = match pass().await {
             Ok(0) => None,
@@ -274,9 +284,10 @@ async fn run_while_held<F, Fut, E>(
             }
         };
         tokio::select! {
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => break,
             _ = wakeup.wait(), if pause.is_none() => {}
             _ = tokio::time::sleep(pause.unwrap_or_default()), if pause.is_some() => {}
         }
     }
+    Some(lease)
 }
