@@ -130,12 +130,20 @@ pub async fn insert_log(
     Ok(())
 }
 
-pub async fn logs(pool: &PgPool, vm: VmId, limit: i64) -> Result<Vec<LogRow>, sqlx::Error> {
+/// The lines of a VM after (job, line) `after`, in order, at most `limit`.
+pub async fn logs(
+    pool: &PgPool,
+    vm: VmId,
+    after: (i32, i32),
+    limit: i64,
+) -> Result<Vec<LogRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT job_id, line, level, kind, message, recorded_at FROM vm_logs
-         WHERE vm_id = $1 ORDER BY job_id, line LIMIT $2",
+         WHERE vm_id = $1 AND (job_id, line) > ($2, $3) ORDER BY job_id, line LIMIT $4",
     )
     .bind(vm.as_uuid())
+    .bind(after.0)
+    .bind(after.1)
     .bind(limit)
     .fetch_all(pool)
     .await

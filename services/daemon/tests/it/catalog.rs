@@ -133,9 +133,20 @@ async fn an_admin_changes_the_catalog_and_each_change_is_an_event_of_the_admin()
         json!({"id": "hetzner", "name": "Hetzner", "enabled": true, "sort_order": 101})
     );
     let path = "/api/v1/admin/templates";
+    let mut enabled = new_template();
+    enabled["enabled"] = json!(true);
+    let refused = json_of(send(&app, "POST", path, enabled).await, 422).await;
+    assert!(
+        refused["detail"].as_str().unwrap().contains("enabled"),
+        "{refused}"
+    );
     let template = json_of(send(&app, "POST", path, new_template()).await, 201).await;
     assert_eq!(template["username"], "ubuntu");
     assert_eq!(template["sort_order"], 1);
+    assert_eq!(
+        template["enabled"], false,
+        "hetzner is in no registry, so its templates start disabled"
+    );
     let body = json!({"provider": "hetzner", "id": "cx32", "name": "CX32", "flavor_name": "cx32",
         "image_name": "ubuntu-24.04", "cpu": 4, "ram_gb": 8, "storage_gb": 80});
     json_of(send(&app, "POST", path, body).await, 201).await;

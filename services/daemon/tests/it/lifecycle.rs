@@ -54,6 +54,18 @@ async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
     assert_eq!(lines, (1..=logs.len() as i64).collect::<Vec<_>>());
     let log_events = events.iter().filter(|e| e["type"] == "LogLine").count();
     assert_eq!(log_events, logs.len(), "every log line is an event too");
+    let page: Vec<Value> = app
+        .get(&format!(
+            "/api/v1/vms/{id}/logs?after_job=1&after_line=3&limit=2"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let lines: Vec<i64> = page.iter().map(|l| l["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, [4, 5], "a page of lines after a given one");
 
     let list: Vec<Value> = app
         .get("/api/v1/vms")

@@ -165,6 +165,12 @@ pub async fn create_template(
     let input = body(input)?;
     let provider = ProviderId::parse(&input.provider)?;
     let id = TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
+    // A new template of a provider the registry cannot run starts disabled.
+    let enabled = match input.enabled {
+        Some(true) => runnable(&state, &provider).map(|()| true)?,
+        Some(false) => false,
+        None => runnable(&state, &provider).is_ok(),
+    };
     let sort_order = match input.sort_order {
         Some(s) => s,
         None => {
@@ -186,7 +192,7 @@ pub async fn create_template(
         storage_gb: input.storage_gb,
         gpu: input.gpu,
         tags: input.tags.unwrap_or_default(),
-        enabled: input.enabled.unwrap_or(true),
+        enabled,
         sort_order,
     };
     execute(&state, &headers, vec![CatalogCommand::CreateTemplate(spec)])
@@ -223,6 +229,9 @@ pub async fn update_template(
     let provider_id = ProviderId::parse(&provider).map_err(|_| not_found())?;
     let id = TemplateId::parse(&template).map_err(|_| not_found())?;
     let input = body(input)?;
+    if input.enabled == Some(true) {
+        runnable(&state, &provider_id)?;
+    }
     let changes = TemplateChanges {
         name: input.name,
         description: input.description,
@@ -311,4 +320,20 @@ async fn template_out(
                 provider.as_str()
             ))
         })
+}
+
+/// Refuses to enable a template whose provider the registry does not have, or disables:
+/// the daemon would refuse to start with it.
+fn runnable(state: &AppState, provider: &ProviderId) -> Result<(), ApiError> {
+    match state.registry.provider(provider.as_str()) {
+        Some(p) if p.enabled => Ok(()),
+        _ => Err(invalid(
+            "enabled",
+            format!(
+                "provider {:?} is not enabled in the provider registry (hcl/providers.toml); \
+                 its templates stay disabled",
+                provider.as_str()
+            ),
+        )),
+    }
 }

@@ -84,20 +84,33 @@ pub struct LogOut {
     pub recorded_at: OffsetDateTime,
 }
 
-/// The Terraform output of the VM's jobs, in order.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LogsQuery {
+    /// With `after_line`: only lines after this job's line (the last line you have).
+    pub after_job: Option<i32>,
+    pub after_line: Option<i32>,
+    /// At most this many (default and maximum 10000).
+    pub limit: Option<i64>,
+}
+
+/// The Terraform output of the VM's jobs, in order; page with `after_job` and `after_line`.
 #[utoipa::path(get, path = "/api/v1/vms/{id}/logs", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id")),
+    params(("id" = String, Path, description = "VM id"), LogsQuery),
     responses((status = 200, body = [LogOut]), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn list_vm_logs(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(query): Query<LogsQuery>,
 ) -> Result<Json<Vec<LogOut>>, ApiError> {
     let vm = parse_id(&id)?;
     if store::views::get(&state.pool, vm).await?.is_none() {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
-    let rows = store::views::logs(&state.pool, vm, 100_000).await?;
+    let after = (query.after_job.unwrap_or(0), query.after_line.unwrap_or(0));
+    let limit = query.limit.unwrap_or(10_000).clamp(1, 10_000);
+    let rows = store::views::logs(&state.pool, vm, after, limit).await?;
     Ok(Json(
         rows.into_iter()
             .map(|r| LogOut {
