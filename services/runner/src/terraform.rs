@@ -111,6 +111,9 @@ async fn stream(
         .map(|s| read_lines(s, false, tx.clone()));
     let stderr = child.stderr.take().map(|s| read_lines(s, true, tx));
     let mut plain_errors = vec![];
+    // If publishing fails, Terraform still runs to its end (an abandoned apply would leave
+    // resources and a state lock behind); the error is returned once it has.
+    let mut publish_error = None;
     while let Some((text, from_stderr)) = rx.recv().await {
         let parsed = parse_line(&text, from_stderr);
         for value in parsed.sensitive_values.iter().cloned() {
@@ -123,7 +126,12 @@ async fn stream(
             }
             None => {}
         }
-        out.log(parsed.level, parsed.kind, parsed.message).await?;
+        if publish_error.is_none() {
+            if let Err(e) = out.log(parsed.level, parsed.kind, parsed.message).await {
+                tracing::error!(error = %e, "could not publish; letting terraform finish");
+                publish_error = Some(e);
+            }
+        }
     }
     for task in [stdout, stderr].into_iter().flatten() {
         let _ = task.await;
@@ -133,6 +141,9 @@ async fn stream(
         .await
         .map(|s| s.code().unwrap_or(-1))
         .unwrap_or(-1);
+    if let Some(e) = publish_error {
+        return Err(e);
+    }
     if code != 0 && !diagnostics.iter().any(|d| d.severity == "error") {
         // Plain-text commands (init) print their errors as `Error: summary`.
         diagnostics.extend(plain_errors.into_iter().map(|m| Diagnostic {
