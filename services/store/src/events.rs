@@ -111,6 +111,17 @@ pub async fn vm_events(
     after: u64,
     limit: i64,
 ) -> Result<Vec<AuditEvent>, sqlx::Error> {
+    audit_events(pool, "Provisioning", &vm.to_string(), after, limit).await
+}
+
+/// The audit history of one aggregate after `after`, in order, at most `limit`.
+pub async fn audit_events(
+    pool: &PgPool,
+    aggregate_type: &str,
+    aggregate_id: &str,
+    after: u64,
+    limit: i64,
+) -> Result<Vec<AuditEvent>, sqlx::Error> {
     let rows: Vec<(
         i64,
         String,
@@ -119,12 +130,13 @@ pub async fn vm_events(
         serde_json::Value,
     )> = sqlx::query_as(
         "SELECT sequence, event_type, recorded_at, metadata->>'actor',
-                    coalesce(payload::jsonb->'data', '{}'::jsonb)
-             FROM events
-             WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1 AND sequence > $2
-             ORDER BY sequence LIMIT $3",
+                coalesce(payload::jsonb->'data', '{}'::jsonb)
+         FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3
+         ORDER BY sequence LIMIT $4",
     )
-    .bind(vm.to_string())
+    .bind(aggregate_type)
+    .bind(aggregate_id)
     .bind(after as i64)
     .bind(limit)
     .fetch_all(pool)
@@ -137,11 +149,7 @@ pub async fn vm_events(
                 event_type,
                 recorded_at,
                 actor,
-                data: if data.is_null() {
-                    serde_json::json!({})
-                } else {
-                    data
-                },
+                data,
             },
         )
         .collect())

@@ -303,3 +303,19 @@ pub fn vm_request(fields: Value) -> Value {
     }
     body
 }
+
+/// A valid VM specification named `name` on the `local` provider.
+pub fn vm_spec(name: &str) -> domain::provisioning::VmSpec {
+    use domain::provisioning::*;
+    VmSpec {
+        name: VmName::parse(name).unwrap(),
+        provider: ProviderId::parse("local").unwrap(),
+        template: TemplateId::parse("small").unwrap(),
+        image_name: "debian-12".into(),
+        flavor_name: "local.small".into(),
+        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(1).unwrap(),
+        username: "ubuntu".into(),
+    }
+}

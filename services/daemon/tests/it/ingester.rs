@@ -5,21 +5,7 @@ use daemon::Roles;
 use domain::provisioning::*;
 use store::Metadata;
 
-use crate::helpers::{spawn_app_with, TestApp, SSH_KEY};
-
-fn spec() -> VmSpec {
-    VmSpec {
-        name: VmName::parse("late-lines").unwrap(),
-        provider: ProviderId::parse("local").unwrap(),
-        template: TemplateId::parse("small").unwrap(),
-        image_name: "debian-12".into(),
-        flavor_name: "local.small".into(),
-        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
-        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
-        duration_hours: DurationHours::parse(1).unwrap(),
-        username: "ubuntu".into(),
-    }
-}
+use crate::helpers::{spawn_app_with, vm_spec, TestApp};
 
 async fn send(app: &TestApp, vm: VmId, report: RunnerReport) {
     let message = RunnerMessage {
@@ -68,7 +54,9 @@ async fn lines_that_arrive_late_are_recorded_in_order_before_the_result() {
     store::execute(
         &cqrs,
         vm,
-        ProvisioningCommand::Request { spec: spec() },
+        ProvisioningCommand::Request {
+            spec: vm_spec("late-lines"),
+        },
         meta,
     )
     .await

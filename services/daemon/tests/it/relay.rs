@@ -6,21 +6,7 @@ use domain::provisioning::*;
 use store::Metadata;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{spawn_app_with, TestApp, SSH_KEY};
-
-fn spec(n: usize) -> VmSpec {
-    VmSpec {
-        name: VmName::parse(&format!("vm-{n}")).unwrap(),
-        provider: ProviderId::parse("local").unwrap(),
-        template: TemplateId::parse("small").unwrap(),
-        image_name: "debian-12".into(),
-        flavor_name: "local.small".into(),
-        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
-        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
-        duration_hours: DurationHours::parse(1).unwrap(),
-        username: "ubuntu".into(),
-    }
-}
+use crate::helpers::{spawn_app_with, vm_spec, TestApp};
 
 fn metadata() -> Metadata {
     Metadata {
@@ -38,7 +24,7 @@ async fn write_concurrently(app: &TestApp, writers: usize, count: usize) -> usiz
         tasks.spawn(async move {
             for i in 0..count / writers {
                 let command = ProvisioningCommand::Request {
-                    spec: spec(w * 1000 + i),
+                    spec: vm_spec(&format!("vm-{}", w * 1000 + i)),
                 };
                 store::execute(&cqrs, VmId::new(), command, metadata())
                     .await

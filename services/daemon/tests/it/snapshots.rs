@@ -2,21 +2,7 @@ use daemon::Roles;
 use domain::provisioning::*;
 use store::Metadata;
 
-use crate::helpers::{spawn_app_with, SSH_KEY};
-
-fn spec() -> VmSpec {
-    VmSpec {
-        name: VmName::parse("big").unwrap(),
-        provider: ProviderId::parse("local").unwrap(),
-        template: TemplateId::parse("small").unwrap(),
-        image_name: "debian-12".into(),
-        flavor_name: "local.small".into(),
-        ssh_public_key: SshPublicKey::parse(SSH_KEY).unwrap(),
-        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
-        duration_hours: DurationHours::parse(1).unwrap(),
-        username: "ubuntu".into(),
-    }
-}
+use crate::helpers::{spawn_app_with, vm_spec};
 
 fn lines(from: u32, to: u32) -> Vec<LogLineIn> {
     (from..=to)
@@ -40,9 +26,11 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
     };
     let job = JobId::FIRST;
     let run = |command| store::execute(&cqrs, vm, command, meta());
-    run(ProvisioningCommand::Request { spec: spec() })
-        .await
-        .unwrap();
+    run(ProvisioningCommand::Request {
+        spec: vm_spec("big"),
+    })
+    .await
+    .unwrap();
     run(ProvisioningCommand::StartJob {
         job_id: job,
         runner: "test".into(),

@@ -221,34 +221,5 @@ pub async fn catalog_events(
     after: u64,
     limit: i64,
 ) -> Result<Vec<AuditEvent>, sqlx::Error> {
-    let rows: Vec<(
-        i64,
-        String,
-        OffsetDateTime,
-        Option<String>,
-        serde_json::Value,
-    )> = sqlx::query_as(
-        "SELECT sequence, event_type, recorded_at, metadata->>'actor',
-                    coalesce(payload::jsonb->'data', '{}'::jsonb)
-             FROM events
-             WHERE aggregate_type = 'Catalog' AND aggregate_id = $1 AND sequence > $2
-             ORDER BY sequence LIMIT $3",
-    )
-    .bind(CATALOG_ID)
-    .bind(after as i64)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(sequence, event_type, recorded_at, actor, data)| AuditEvent {
-                sequence: sequence as u64,
-                event_type,
-                recorded_at,
-                actor,
-                data,
-            },
-        )
-        .collect())
+    crate::events::audit_events(pool, "Catalog", CATALOG_ID, after, limit).await
 }

@@ -10,6 +10,7 @@ pub use templates::*;
 
 use std::time::Duration;
 
+use crate::routes::metadata;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -20,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use store::catalog::CatalogCommandError;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
-use uuid::Uuid;
 
 use crate::{ApiError, AppState};
 
@@ -140,19 +140,6 @@ fn refused(e: CatalogCommandError) -> ApiError {
         },
         CatalogCommandError::Conflict => ApiError::Conflict(e.to_string()),
         CatalogCommandError::Store(_) => ApiError::internal(e),
-    }
-}
-
-fn metadata(headers: &HeaderMap) -> store::Metadata {
-    let correlation_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
-        .map(str::to_owned)
-        .unwrap_or_else(|| Uuid::new_v4().to_string());
-    store::Metadata {
-        actor: "admin".to_owned(),
-        correlation_id,
     }
 }
 

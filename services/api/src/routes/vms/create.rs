@@ -10,7 +10,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{metadata, read_your_writes, VmOut};
+use super::{read_your_writes, VmOut};
+use crate::routes::metadata;
 use crate::{ApiError, AppState};
 
 /// A request for a VM.

@@ -3,7 +3,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use domain::provisioning::{ProvisioningCommand, ProvisioningError};
 
-use super::{metadata, parse_id, read_your_writes, VmOut};
+use super::{parse_id, read_your_writes, VmOut};
+use crate::routes::metadata;
 use crate::{ApiError, AppState};
 
 /// Destroys a VM. If a job of the VM is running, the destroy job runs after it.

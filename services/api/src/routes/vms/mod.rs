@@ -14,7 +14,6 @@ pub use stream::*;
 
 use std::time::Duration;
 
-use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::Router;
 use domain::provisioning::VmId;
@@ -75,19 +74,6 @@ impl From<store::views::VmRow> for VmOut {
 fn parse_id(id: &str) -> Result<VmId, ApiError> {
     id.parse()
         .map_err(|_| ApiError::NotFound(format!("no VM {id:?}: ids are UUIDs")))
-}
-
-fn metadata(headers: &HeaderMap) -> store::Metadata {
-    let correlation_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
-        .map(str::to_owned)
-        .unwrap_or_else(|| Uuid::new_v4().to_string());
-    store::Metadata {
-        actor: "admin".to_owned(),
-        correlation_id,
-    }
 }
 
 /// Answers a command with the VM as of that command, once the read model shows it too (so a
