@@ -22,6 +22,8 @@ pub struct Config {
     /// Where Terraform keeps state (its `pg` backend); may hold a password.
     pub tf_backend_url: SecretString,
     pub json_logs: bool,
+    /// How long a job may stay silent (no line, no result) before the watchdog fails it.
+    pub job_silence: std::time::Duration,
     /// An age-encrypted file of `NAME=value` credential lines, and the identity to open it.
     pub credentials_file: Option<(PathBuf, PathBuf)>,
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
@@ -101,6 +103,18 @@ impl Config {
             runner_bin,
             tf_backend_url: tf_backend_url.into(),
             json_logs: var("PROVISIONING_LOG_FORMAT").as_deref() == Some("json"),
+            job_silence: match var("PROVISIONING_JOB_SILENCE_SECS") {
+                None => std::time::Duration::from_secs(1800),
+                Some(secs) => match secs.parse::<u64>() {
+                    Ok(secs) if secs > 0 => std::time::Duration::from_secs(secs),
+                    _ => {
+                        return Err(ConfigError {
+                            name: "PROVISIONING_JOB_SILENCE_SECS",
+                            reason: "must be a number of seconds above 0".into(),
+                        })
+                    }
+                },
+            },
             credentials_file: match (
                 var("PROVISIONING_CREDENTIALS_FILE"),
                 var("PROVISIONING_AGE_IDENTITY_FILE"),

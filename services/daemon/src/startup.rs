@@ -70,6 +70,7 @@ pub struct Application {
     state: api::AppState,
     dispatcher: DispatcherConfig,
     executor: Arc<dyn Executor>,
+    job_silence: std::time::Duration,
     cancel: CancellationToken,
 }
 
@@ -138,6 +139,7 @@ impl Application {
                 credentials,
             },
             executor,
+            job_silence: config.job_silence,
             cancel: CancellationToken::new(),
         })
     }
@@ -197,6 +199,12 @@ impl Application {
                 cqrs: state.cqrs.clone(),
             };
             tasks.spawn(ingester.run(cancel.clone()));
+            let watchdog = ingester::Watchdog {
+                pool: state.pool.clone(),
+                cqrs: state.cqrs.clone(),
+                silence: self.job_silence,
+            };
+            tasks.spawn(watchdog.run(cancel.clone()));
         }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();

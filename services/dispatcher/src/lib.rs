@@ -100,8 +100,8 @@ impl Dispatcher {
 
     #[tracing::instrument(skip_all, fields(vm_id = %job.vm_id, job_id = %job.job_id), err)]
     async fn dispatch_job(&self, job: &JobMessage) -> Result<(), bus::async_nats::Error> {
-        if store::job_started(&self.pool, job.vm_id, job.job_id).await? {
-            tracing::info!("job already started; dropping the redelivered message");
+        if !store::job_waiting(&self.pool, job.vm_id, job.job_id).await? {
+            tracing::info!("the job has started or ended already; dropping the message");
             return Ok(());
         }
         if let Err(reason) = self.start(job).await {

@@ -3,6 +3,10 @@
 //! one `RecordLogs` per run of consecutive lines, so one transaction per batch rather than
 //! per line, then `FinishJob`), and acks messages only after their command committed.
 
+mod watchdog;
+
+pub use watchdog::Watchdog;
+
 use std::sync::Arc;
 use std::time::Duration;
 

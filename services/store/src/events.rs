@@ -155,15 +155,20 @@ pub async fn audit_events(
         .collect())
 }
 
-/// Whether the runner of a job reported its start already.
-pub async fn job_started(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events
-          WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
-            AND event_type = 'JobStarted' AND (payload::jsonb->'data'->>'job_id')::bigint = $2)",
+/// Whether a job is queued and waits for its runner: not started, not ended (failed by
+/// the dispatcher or the watchdog, say). Read from the events, the source of truth, so a
+/// lagging read model cannot hide a job.
+pub async fn job_waiting(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, sqlx::Error> {
+    let (queued, moved_on): (Option<bool>, Option<bool>) = sqlx::query_as(
+        "SELECT bool_or(event_type = 'JobQueued'),
+                bool_or(event_type IN ('JobStarted', 'Applied', 'Failed', 'Destroyed'))
+         FROM events
+         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
+           AND (payload::jsonb->'data'->>'job_id')::bigint = $2",
     )
     .bind(vm.to_string())
     .bind(i64::from(job.get()))
     .fetch_one(pool)
-    .await
+    .await?;
+    Ok(queued.unwrap_or(false) && !moved_on.unwrap_or(false))
 }

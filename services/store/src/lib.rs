@@ -9,7 +9,7 @@ pub mod views;
 
 pub use db::{connect, migrate, StoreError};
 pub use events::{
-    cqrs, execute, job_started, last_sequence, vm_events, AuditEvent, CommandError, Metadata,
+    cqrs, execute, job_waiting, last_sequence, vm_events, AuditEvent, CommandError, Metadata,
     ProvisioningCqrs,
 };
 

@@ -105,6 +105,7 @@ pub async fn try_spawn_app(
         runner_bin: env!("CARGO_BIN_EXE_provisioning-runner").into(),
         tf_backend_url: db_url.clone().into(),
         json_logs: false,
+        job_silence: std::time::Duration::from_secs(1800),
         credentials_file: None,
         kubernetes: None,
     };

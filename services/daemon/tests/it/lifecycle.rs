@@ -182,3 +182,36 @@ async fn a_runner_that_dies_without_reporting_fails_its_job() {
     let error = vm["last_error"].as_str().unwrap();
     assert!(error.contains("before reporting a result"), "{error}");
 }
+
+#[tokio::test]
+async fn a_job_whose_runner_falls_silent_is_failed_and_its_vm_can_be_destroyed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let hanging = dir.path().join("hanging-runner");
+    std::fs::write(&hanging, "#!/bin/sh\nexec sleep 20\n").unwrap();
+    std::fs::set_permissions(&hanging, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let app = crate::helpers::try_spawn_app(daemon::Roles::ALL, |c| {
+        c.runner_bin = hanging.clone();
+        c.job_silence = std::time::Duration::from_secs(1);
+    })
+    .await
+    .unwrap();
+    let id = app.create_ok(json!({})).await;
+
+    let vm = app.wait_for_status(&id, "failed").await;
+
+    let error = vm["last_error"].as_str().unwrap();
+    assert!(error.contains("presumed lost"), "{error}");
+    let events = app.events(&id).await;
+    assert_eq!(events.last().unwrap()["actor"], "watchdog");
+    let response = app
+        .delete(&format!("/api/v1/vms/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        202,
+        "the VM is not stuck behind its lost job"
+    );
+}
