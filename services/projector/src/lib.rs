@@ -31,7 +31,9 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
         return Ok(0);
     };
     let mut tx = pool.begin().await?;
-    let mut touched: HashMap<VmId, (VmView, OffsetDateTime)> = HashMap::new();
+    // Per VM: its view, the time of its first event in this batch (its creation, for a new
+    // VM) and of its last.
+    let mut touched: HashMap<VmId, (VmView, OffsetDateTime, OffsetDateTime)> = HashMap::new();
     for event in &events {
         if store::catalog::fold(&mut tx, event).await? {
             continue;
@@ -39,11 +41,12 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
         let Some((vm, domain_event)) = event.provisioning()? else {
             continue; // other aggregates have read models of their own
         };
-        let (view, at) = match touched.entry(vm) {
+        let (view, _, at) = match touched.entry(vm) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
                 let view = views::load_for_update(&mut tx, vm).await?;
-                entry.insert((view.unwrap_or_default(), event.recorded_at))
+                let at = event.recorded_at;
+                entry.insert((view.unwrap_or_default(), at, at))
             }
         };
         if view.update(event.sequence, &domain_event) {
@@ -51,8 +54,8 @@ pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
             fold_log(&mut tx, vm, &domain_event, event.recorded_at).await?;
         }
     }
-    for (vm, (view, at)) in &touched {
-        views::save(&mut tx, *vm, view, *at).await?;
+    for (vm, (view, first, last)) in &touched {
+        views::save(&mut tx, *vm, view, *first, *last).await?;
     }
     feed::save_checkpoint(&mut *tx, CHECKPOINT, last).await?;
     tx.commit().await?;

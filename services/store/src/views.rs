@@ -55,11 +55,13 @@ pub async fn load_for_update(
         .transpose()
 }
 
+/// Writes a VM's view; `created` counts only when the row is new.
 pub async fn save(
     tx: &mut Transaction<'_, Postgres>,
     vm: VmId,
     view: &VmView,
-    at: OffsetDateTime,
+    created: OffsetDateTime,
+    updated: OffsetDateTime,
 ) -> Result<(), sqlx::Error> {
     let Some(spec) = &view.spec else {
         return Ok(()); // no Requested event yet: nothing to show
@@ -68,7 +70,7 @@ pub async fn save(
     sqlx::query(
         "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
                                created_at, updated_at, last_sequence, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (id) DO UPDATE
          SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
              updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
@@ -81,7 +83,8 @@ pub async fn save(
     .bind(view.lifecycle.status.as_str())
     .bind(&view.lifecycle.ip)
     .bind(&view.lifecycle.last_error)
-    .bind(at)
+    .bind(created)
+    .bind(updated)
     .bind(view.last_sequence as i64)
     .bind(state)
     .execute(&mut **tx)

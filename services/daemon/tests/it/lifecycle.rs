@@ -9,9 +9,16 @@ fn types(events: &[Value]) -> Vec<&str> {
 #[tokio::test]
 async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
     let app = spawn_app().await;
-    let id = app.create_ok(json!({})).await;
+    let response = app.create_vm(crate::helpers::vm_request(json!({}))).await;
+    assert_eq!(response.status(), 202);
+    let requested: Value = response.json().await.unwrap();
+    let id = requested["id"].as_str().unwrap().to_owned();
 
     let vm = app.wait_for_status(&id, "provisioned").await;
+    assert_eq!(
+        vm["created_at"], requested["created_at"],
+        "created when requested"
+    );
 
     let state = app.terraform_state(&id).await;
     let ip = state["outputs"]["vm_ip"]["value"].as_str().unwrap();
