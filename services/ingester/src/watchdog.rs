@@ -24,10 +24,6 @@ impl Watchdog {
         let every = (self.silence / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         let mut lease: Option<Lease> = None;
         loop {
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(every) => {}
-            }
             if let Some(held) = lease.as_mut() {
                 if !held.is_held().await {
                     lease = None;
@@ -43,6 +39,10 @@ impl Watchdog {
                 if let Err(e) = self.sweep().await {
                     tracing::warn!(error = %e, "watchdog sweep failed");
                 }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(every) => {}
             }
         }
         if let Some(lease) = lease {

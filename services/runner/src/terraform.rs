@@ -25,21 +25,40 @@ fn terraform(config: &RunnerConfig) -> Command {
     cmd
 }
 
+/// How long Terraform waits for a state lock. The `pg` backend takes one lock for creating
+/// any workspace of a database, so runners of new VMs take turns there rather than fail.
+const LOCK_TIMEOUT: &str = "-lock-timeout=10m";
+
 /// `terraform init` with the `pg` backend. Runs without `TF_WORKSPACE`: init fails when it
-/// names a workspace that does not exist yet.
+/// names a workspace that does not exist yet. Terraform 1.0's init has no `-lock-timeout`,
+/// so a state lock held by another run is waited for here.
 pub async fn init(
     config: &RunnerConfig,
     out: &mut Reporter<'_>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<i32, RunnerError> {
-    let mut cmd = terraform(config);
-    cmd.env_remove("TF_WORKSPACE")
-        .args(["init", "-input=false", "-no-color"])
-        .arg(format!(
-            "-backend-config=conn_str={}",
-            config.backend_conn_str
-        ));
-    stream(cmd, out, diagnostics).await
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let mut cmd = terraform(config);
+        cmd.env_remove("TF_WORKSPACE")
+            .args(["init", "-input=false", "-no-color"])
+            .arg(format!(
+                "-backend-config=conn_str={}",
+                config.backend_conn_str
+            ));
+        let mut attempt = vec![];
+        let code = stream(cmd, out, &mut attempt).await?;
+        let locked = code != 0 && attempt.iter().any(|d| d.summary.contains("lock"));
+        if locked && tokio::time::Instant::now() < deadline {
+            let message = "the state is locked by another run; trying init again in 2 s";
+            out.log("info".into(), "runner".into(), message.into())
+                .await?;
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            continue;
+        }
+        diagnostics.extend(attempt);
+        return Ok(code);
+    }
 }
 
 /// `apply` or `destroy` in the VM's workspace, which the `pg` backend creates on first use.
@@ -58,6 +77,7 @@ pub async fn run_action(
         "-auto-approve",
         "-json",
         "-input=false",
+        LOCK_TIMEOUT,
     ]);
     stream(cmd, out, diagnostics).await
 }

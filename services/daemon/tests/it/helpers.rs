@@ -25,6 +25,8 @@ pub struct TestApp {
     cancel: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
     pub work: tempfile::TempDir,
+    /// Whether dropping it removes the database and streams (a replica shares them).
+    owner: bool,
 }
 
 fn server_url(db: &str) -> String {
@@ -89,38 +91,50 @@ pub async fn try_spawn_app(
     admin.close().await;
 
     let work = tempfile::tempdir().unwrap();
-    let db_url = server_url(&db_name);
-    let token = format!("token-{id}");
-    let mut config = Config {
+    let mut config = base_config(&db_name, &format!("t{}", &id[..12]), work.path());
+    configure(&mut config);
+    let started = start(config, roles, &db_name, work, true).await;
+    if started.is_err() {
+        let admin = store::connect(&server_url("postgres"), 1).await.unwrap();
+        store::sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
+    started
+}
+
+fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
+    let db_url = server_url(db_name);
+    Config {
         http_addr: "127.0.0.1:0".parse().unwrap(),
         database_url: db_url.clone().into(),
         nats_url: nats_url(),
-        nats_prefix: format!("t{}", &id[..12]),
+        nats_prefix: prefix.to_owned(),
         admin_token: None,
         hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
-        work_dir: work.path().to_owned(),
+        work_dir: work.to_owned(),
         terraform_bin: std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())
             .into(),
         runner_bin: env!("CARGO_BIN_EXE_provisioning-runner").into(),
-        tf_backend_url: db_url.clone().into(),
+        tf_backend_url: db_url.into(),
         json_logs: false,
         job_silence: std::time::Duration::from_secs(1800),
         credentials_file: None,
         kubernetes: None,
-    };
-    configure(&mut config);
-    let app = match Application::build(config, roles, SecretString::from(token.clone())).await {
-        Ok(app) => app,
-        Err(e) => {
-            let admin = store::connect(&server_url("postgres"), 1).await.unwrap();
-            store::sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
-                .execute(&admin)
-                .await
-                .unwrap();
-            return Err(e);
-        }
-    };
+    }
+}
+
+async fn start(
+    config: Config,
+    roles: Roles,
+    db_name: &str,
+    work: tempfile::TempDir,
+    owner: bool,
+) -> Result<TestApp, daemon::StartupError> {
+    let token = format!("token-{db_name}");
+    let app = Application::build(config, roles, SecretString::from(token.clone())).await?;
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.pool().clone();
     let bus = app.bus().clone();
@@ -134,14 +148,25 @@ pub async fn try_spawn_app(
         pool,
         bus,
         client: reqwest::Client::new(),
-        db_name,
+        db_name: db_name.to_owned(),
         cancel,
         task: Some(task),
         work,
+        owner,
     })
 }
 
 impl TestApp {
+    /// A second replica of the whole application: same database, same NATS prefix, its
+    /// own port and job directory.
+    pub async fn spawn_replica(&self) -> TestApp {
+        let work = tempfile::tempdir().unwrap();
+        let config = base_config(&self.db_name, self.bus.subjects.prefix(), work.path());
+        start(config, Roles::ALL, &self.db_name, work, false)
+            .await
+            .expect("the replica starts")
+    }
+
     /// Stops every role of the application (its database stays).
     pub async fn stop(&mut self) {
         self.cancel.cancel();
@@ -261,6 +286,9 @@ impl Drop for TestApp {
         self.cancel.cancel();
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+        if !self.owner {
+            return;
         }
         let db = self.db_name.clone();
         let prefix = self.bus.subjects.prefix().to_owned();

@@ -7,5 +7,6 @@ mod ingester;
 mod lifecycle;
 mod providers;
 mod relay;
+mod scale;
 mod snapshots;
 mod stream;
