@@ -92,6 +92,24 @@ pub async fn last_sequence(pool: &PgPool, vm: VmId) -> Result<u64, sqlx::Error> 
     Ok(seq.unwrap_or(0) as u64)
 }
 
+/// The sequence of the last event of a VM written by the request `correlation_id`.
+pub async fn last_sequence_of(
+    pool: &PgPool,
+    vm: VmId,
+    correlation_id: &str,
+) -> Result<u64, sqlx::Error> {
+    let seq: Option<i64> = sqlx::query_scalar(
+        "SELECT max(sequence) FROM events
+         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
+           AND metadata->>'correlation_id' = $2",
+    )
+    .bind(vm.to_string())
+    .bind(correlation_id)
+    .fetch_one(pool)
+    .await?;
+    Ok(seq.unwrap_or(0) as u64)
+}
+
 /// One event of a VM's audit history.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditEvent {

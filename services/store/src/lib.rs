@@ -9,8 +9,8 @@ pub mod views;
 
 pub use db::{connect, migrate, StoreError};
 pub use events::{
-    cqrs, execute, job_waiting, last_sequence, vm_events, AuditEvent, CommandError, Metadata,
-    ProvisioningCqrs,
+    cqrs, execute, job_waiting, last_sequence, last_sequence_of, vm_events, AuditEvent,
+    CommandError, Metadata, ProvisioningCqrs,
 };
 
 pub use sqlx::{self, PgPool};

@@ -60,11 +60,12 @@ pub async fn create_vm(
     })?;
     let spec = validate(&state, &input).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
+    let metadata = metadata(&headers);
     store::execute(
         &state.cqrs,
         vm,
         ProvisioningCommand::Request { spec },
-        metadata(&headers),
+        metadata.clone(),
     )
     .await
     .map_err(|e| match e {
@@ -73,7 +74,7 @@ pub async fn create_vm(
         }
         other => ApiError::internal(other),
     })?;
-    let view = read_your_writes(&state, vm).await?;
+    let view = read_your_writes(&state, vm, &metadata).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
 

@@ -22,11 +22,12 @@ pub async fn destroy_vm(
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<VmOut>), ApiError> {
     let vm = parse_id(&id)?;
+    let metadata = metadata(&headers);
     store::execute(
         &state.cqrs,
         vm,
         ProvisioningCommand::RequestDestroy,
-        metadata(&headers),
+        metadata.clone(),
     )
     .await
     .map_err(|e| match e {
@@ -36,6 +37,6 @@ pub async fn destroy_vm(
         store::CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
         other => ApiError::internal(other),
     })?;
-    let view = read_your_writes(&state, vm).await?;
+    let view = read_your_writes(&state, vm, &metadata).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }

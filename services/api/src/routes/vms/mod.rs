@@ -79,8 +79,13 @@ fn parse_id(id: &str) -> Result<VmId, ApiError> {
 /// Answers a command with the VM as of that command, once the read model shows it too (so a
 /// GET right after sees the effect). Gives up waiting after a few seconds (the projector
 /// may be down); the command is committed either way.
-async fn read_your_writes(state: &AppState, vm: VmId) -> Result<VmOut, ApiError> {
-    let target = store::last_sequence(&state.pool, vm).await?;
+async fn read_your_writes(
+    state: &AppState,
+    vm: VmId,
+    metadata: &store::Metadata,
+) -> Result<VmOut, ApiError> {
+    // This command's last event: later ones (the runner is quick) are not its effect.
+    let target = store::last_sequence_of(&state.pool, vm, &metadata.correlation_id).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         match store::views::get(&state.pool, vm).await? {
