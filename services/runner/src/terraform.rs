@@ -25,20 +25,17 @@ fn terraform(config: &RunnerConfig) -> Command {
     cmd
 }
 
-/// How long Terraform waits for a state lock. The `pg` backend takes one lock for creating
-/// any workspace of a database, so runners of new VMs take turns there rather than fail.
+/// How long Terraform waits for a state lock held by another run.
 const LOCK_TIMEOUT: &str = "-lock-timeout=10m";
 
 /// `terraform init` with the `pg` backend. Runs without `TF_WORKSPACE`: init fails when it
-/// names a workspace that does not exist yet. Terraform 1.0's init has no `-lock-timeout`,
-/// so a state lock held by another run is waited for here.
+/// names a workspace that does not exist yet.
 pub async fn init(
     config: &RunnerConfig,
     out: &mut Reporter<'_>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<i32, RunnerError> {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
-    loop {
+    let command = || {
         let mut cmd = terraform(config);
         cmd.env_remove("TF_WORKSPACE")
             .args(["init", "-input=false", "-no-color"])
@@ -46,19 +43,9 @@ pub async fn init(
                 "-backend-config=conn_str={}",
                 config.backend_conn_str
             ));
-        let mut attempt = vec![];
-        let code = stream(cmd, out, &mut attempt).await?;
-        let locked = code != 0 && attempt.iter().any(|d| d.summary.contains("lock"));
-        if locked && tokio::time::Instant::now() < deadline {
-            let message = "the state is locked by another run; trying init again in 2 s";
-            out.log("info".into(), "runner".into(), message.into())
-                .await?;
-            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-            continue;
-        }
-        diagnostics.extend(attempt);
-        return Ok(code);
-    }
+        cmd
+    };
+    retry_while_locked(command, "init", out, diagnostics).await
 }
 
 /// `apply` or `destroy` in the VM's workspace, which the `pg` backend creates on first use.
@@ -67,19 +54,56 @@ pub async fn run_action(
     out: &mut Reporter<'_>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<i32, RunnerError> {
-    let mut cmd = terraform(config);
     let action = match config.action {
         JobAction::Apply => "apply",
         JobAction::Destroy => "destroy",
     };
-    cmd.env("TF_WORKSPACE", config.workspace()).args([
-        action,
-        "-auto-approve",
-        "-json",
-        "-input=false",
-        LOCK_TIMEOUT,
-    ]);
-    stream(cmd, out, diagnostics).await
+    let command = || {
+        let mut cmd = terraform(config);
+        cmd.env("TF_WORKSPACE", config.workspace()).args([
+            action,
+            "-auto-approve",
+            "-json",
+            "-input=false",
+            LOCK_TIMEOUT,
+        ]);
+        cmd
+    };
+    retry_while_locked(command, action, out, diagnostics).await
+}
+
+/// Whether an error comes from another run using the backend at the same moment: a held
+/// state lock, or two first runs creating the backend's table together.
+fn contended(summary: &str) -> bool {
+    summary.contains("lock") || summary.contains("duplicate key value")
+}
+
+/// Runs a command again while it fails on a state lock. The `pg` backend takes one lock for
+/// creating any workspace of its database, neither Terraform 1.0's `init` nor the creation
+/// of a workspace honours `-lock-timeout`, and the first runs on a new database race to
+/// create the backend's table: runners take turns here.
+/// Running again is safe: a run that could not lock the state changed nothing, and an
+/// apply converges.
+async fn retry_while_locked(
+    command: impl Fn() -> Command,
+    name: &str,
+    out: &mut Reporter<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<i32, RunnerError> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let mut attempt = vec![];
+        let code = stream(command(), out, &mut attempt).await?;
+        let locked = code != 0 && attempt.iter().any(|d| contended(&d.summary));
+        if locked && tokio::time::Instant::now() < deadline {
+            let message = format!("the state is locked by another run; trying {name} again in 2 s");
+            out.log("info".into(), "runner".into(), message).await?;
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            continue;
+        }
+        diagnostics.extend(attempt);
+        return Ok(code);
+    }
 }
 
 /// The non-sensitive outputs of the workspace. Its text is never published: sensitive
