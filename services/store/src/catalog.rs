@@ -8,6 +8,7 @@ pub struct ProviderRow {
     pub id: String,
     pub name: String,
     pub enabled: bool,
+    pub sort_order: i32,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -26,23 +27,24 @@ pub struct TemplateRow {
     pub enabled: bool,
     /// The login user of the template's image.
     pub username: String,
+    pub sort_order: i32,
 }
 
 pub async fn providers(pool: &PgPool) -> Result<Vec<ProviderRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name, enabled FROM providers ORDER BY sort_order, id")
+    sqlx::query_as("SELECT id, name, enabled, sort_order FROM providers ORDER BY sort_order, id")
         .fetch_all(pool)
         .await
 }
 
 pub async fn provider(pool: &PgPool, id: &str) -> Result<Option<ProviderRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name, enabled FROM providers WHERE id = $1")
+    sqlx::query_as("SELECT id, name, enabled, sort_order FROM providers WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await
 }
 
 const TEMPLATE_COLUMNS: &str = "provider_id, id, name, description, flavor_name, image_name, \
-     cpu, ram_gb, storage_gb, gpu, tags, enabled, username";
+     cpu, ram_gb, storage_gb, gpu, tags, enabled, username, sort_order";
 
 /// The enabled templates of a provider, in catalog order.
 pub async fn templates(pool: &PgPool, provider: &str) -> Result<Vec<TemplateRow>, sqlx::Error> {
@@ -76,7 +78,6 @@ mod projection;
 
 pub use admin::{
     all_providers, all_templates, catalog_events, cqrs, execute, last_sequence, projected_sequence,
-    provider_record, seed, template_record, CatalogCommandError, CatalogCqrs, ProviderRecord,
-    TemplateRecord,
+    provider_record, seed, template_record, CatalogCommandError, CatalogCqrs,
 };
 pub use projection::fold;

@@ -11,10 +11,10 @@ use domain::catalog::{
 };
 use domain::provisioning::{ProviderId, TemplateId};
 use postgres_es::PostgresEventRepository;
-use serde::Serialize;
 use sqlx::PgPool;
 use time::OffsetDateTime;
 
+use super::{ProviderRow, TemplateRow, TEMPLATE_COLUMNS};
 use crate::{AuditEvent, Metadata};
 
 pub type CatalogCqrs =
@@ -72,49 +72,16 @@ fn metadata_map(metadata: &Metadata) -> HashMap<String, String> {
     ])
 }
 
-/// A provider with everything an administrator may change.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct ProviderRecord {
-    pub id: String,
-    pub name: String,
-    pub enabled: bool,
-    pub sort_order: i32,
-}
-
-/// A template with everything an administrator may change.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct TemplateRecord {
-    pub provider_id: String,
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub flavor_name: String,
-    pub image_name: String,
-    pub username: String,
-    pub cpu: i32,
-    pub ram_gb: i32,
-    pub storage_gb: i32,
-    pub gpu: Option<String>,
-    pub tags: Vec<String>,
-    pub enabled: bool,
-    pub sort_order: i32,
-}
-
 const PROVIDER_RECORD: &str = "SELECT id, name, enabled, sort_order FROM providers";
-const TEMPLATE_RECORD: &str = "SELECT provider_id, id, name, description, flavor_name, \
-     image_name, username, cpu, ram_gb, storage_gb, gpu, tags, enabled, sort_order FROM templates";
 
 /// Every provider, disabled ones included, in catalog order.
-pub async fn all_providers(pool: &PgPool) -> Result<Vec<ProviderRecord>, sqlx::Error> {
+pub async fn all_providers(pool: &PgPool) -> Result<Vec<ProviderRow>, sqlx::Error> {
     sqlx::query_as(&format!("{PROVIDER_RECORD} ORDER BY sort_order, id"))
         .fetch_all(pool)
         .await
 }
 
-pub async fn provider_record(
-    pool: &PgPool,
-    id: &str,
-) -> Result<Option<ProviderRecord>, sqlx::Error> {
+pub async fn provider_record(pool: &PgPool, id: &str) -> Result<Option<ProviderRow>, sqlx::Error> {
     sqlx::query_as(&format!("{PROVIDER_RECORD} WHERE id = $1"))
         .bind(id)
         .fetch_optional(pool)
@@ -125,9 +92,9 @@ pub async fn provider_record(
 pub async fn all_templates(
     pool: &PgPool,
     provider: Option<&str>,
-) -> Result<Vec<TemplateRecord>, sqlx::Error> {
+) -> Result<Vec<TemplateRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "{TEMPLATE_RECORD} t WHERE $1::text IS NULL OR t.provider_id = $1
+        "SELECT {TEMPLATE_COLUMNS} FROM templates t WHERE $1::text IS NULL OR t.provider_id = $1
          ORDER BY (SELECT p.sort_order FROM providers p WHERE p.id = t.provider_id),
                   t.provider_id, t.sort_order, t.id"
     ))
@@ -140,9 +107,9 @@ pub async fn template_record(
     pool: &PgPool,
     provider: &str,
     id: &str,
-) -> Result<Option<TemplateRecord>, sqlx::Error> {
+) -> Result<Option<TemplateRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "{TEMPLATE_RECORD} WHERE provider_id = $1 AND id = $2"
+        "SELECT {TEMPLATE_COLUMNS} FROM templates WHERE provider_id = $1 AND id = $2"
     ))
     .bind(provider)
     .bind(id)

@@ -8,8 +8,6 @@ mod templates;
 pub use providers::*;
 pub use templates::*;
 
-use std::time::Duration;
-
 use crate::routes::metadata;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
@@ -148,14 +146,8 @@ fn refused(e: CatalogCommandError) -> ApiError {
 /// be down); the command is committed either way.
 async fn read_your_writes(state: &AppState) -> Result<(), ApiError> {
     let target = store::catalog::last_sequence(&state.pool).await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while store::catalog::projected_sequence(&state.pool).await? < target {
-        if tokio::time::Instant::now() >= deadline {
-            return Err(ApiError::Unavailable(
-                "the change was recorded but the catalog tables are behind; retry the GET".into(),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Ok(())
+    crate::routes::wait_for_projection(target, "the catalog", || async {
+        Ok(store::catalog::projected_sequence(&state.pool).await?)
+    })
+    .await
 }

@@ -35,8 +35,8 @@ pub struct AdminProviderOut {
     pub sort_order: i32,
 }
 
-impl From<store::catalog::ProviderRecord> for AdminProviderOut {
-    fn from(p: store::catalog::ProviderRecord) -> Self {
+impl From<store::catalog::ProviderRow> for AdminProviderOut {
+    fn from(p: store::catalog::ProviderRow) -> Self {
         Self {
             id: p.id,
             name: p.name,

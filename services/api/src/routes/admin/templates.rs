@@ -58,8 +58,8 @@ pub struct AdminTemplateOut {
     pub sort_order: i32,
 }
 
-impl From<store::catalog::TemplateRecord> for AdminTemplateOut {
-    fn from(t: store::catalog::TemplateRecord) -> Self {
+impl From<store::catalog::TemplateRow> for AdminTemplateOut {
+    fn from(t: store::catalog::TemplateRow) -> Self {
         Self {
             provider: t.provider_id,
             id: t.id,

@@ -12,8 +12,6 @@ pub use history::*;
 pub use read::*;
 pub use stream::*;
 
-use std::time::Duration;
-
 use axum::routing::get;
 use axum::Router;
 use domain::provisioning::VmId;
@@ -86,18 +84,11 @@ async fn read_your_writes(
 ) -> Result<VmOut, ApiError> {
     // This command's last event: later ones (the runner is quick) are not its effect.
     let target = store::last_sequence_of(&state.pool, vm, &metadata.correlation_id).await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match store::views::get(&state.pool, vm).await? {
-            Some(row) if row.last_sequence as u64 >= target => break,
-            _ if tokio::time::Instant::now() >= deadline => {
-                return Err(ApiError::Unavailable(
-                    "the command was recorded but the read model is behind; retry the GET".into(),
-                ))
-            }
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
+    crate::routes::wait_for_projection(target, "the VM's read model", || async {
+        let row = store::views::get(&state.pool, vm).await?;
+        Ok(row.map_or(0, |r| r.last_sequence as u64))
+    })
+    .await?;
     let (view, created_at, updated_at) = store::views::view_at(&state.pool, vm, target)
         .await?
         .ok_or_else(|| ApiError::internal(format!("VM {vm} has no events after a command")))?;
