@@ -1,3 +1,8 @@
+# Deliberately a copy of ../nrec/main.tf and ../nrec-uio/main.tf (only the project's ports or
+# region default differ): a job's working directory is this one folder, copied flat (the
+# Kubernetes executor ships it as a ConfigMap, which holds no subfolders), so a shared
+# module under ../modules would not be there when Terraform runs. Change all three together.
+
 # Credentials: OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME from the runner's environment.
 provider "openstack" {
   auth_url            = var.auth_url

@@ -1,3 +1,8 @@
+# Deliberately a copy of ../nrec-uio/variables.tf and ../nrec-uib/variables.tf (only the project's ports or
+# region default differ): a job's working directory is this one folder, copied flat (the
+# Kubernetes executor ships it as a ConfigMap, which holds no subfolders), so a shared
+# module under ../modules would not be there when Terraform runs. Change all three together.
+
 # Common variables: every provider folder declares exactly these (see ../README.md).
 # The service writes them to terraform.tfvars.json.
 
