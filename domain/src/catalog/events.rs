@@ -15,6 +15,8 @@ pub struct ProviderSpec {
     pub sort_order: i32,
 }
 
+// The domain type, stored in events; store's TemplateRow (table) and api's TemplateOut (wire)
+// repeat its fields on purpose, so an event, a table and the API can change apart.
 /// A template as it is created or imported: everything a VM of this kind gets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateSpec {

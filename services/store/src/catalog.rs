@@ -11,6 +11,8 @@ pub struct ProviderRow {
     pub sort_order: i32,
 }
 
+// The row type; domain::catalog::TemplateSpec (events) and api's TemplateOut (wire) repeat
+// its fields on purpose, so a table, an event and the API can change apart.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct TemplateRow {
     pub provider_id: String,

@@ -27,6 +27,8 @@ pub struct ProviderOut {
     pub available: bool,
 }
 
+// The wire type; store's TemplateRow (table) and domain's TemplateSpec (events) repeat its
+// fields on purpose, so the API, a table and an event can change apart.
 /// A template: what a VM of this kind gets.
 #[derive(Serialize, ToSchema)]
 pub struct TemplateOut {
