@@ -6,7 +6,7 @@ use async_nats::jetstream::consumer::{pull, AckPolicy};
 use async_nats::jetstream::stream::{self, RetentionPolicy, StorageType};
 use serde::Deserialize;
 
-use crate::Bus;
+use crate::{Bus, Subjects};
 
 const DEFINITIONS: &str = include_str!("../../../nats/jetstream.toml");
 
@@ -57,52 +57,71 @@ pub enum SetupError {
 #[tracing::instrument(skip_all, fields(prefix = bus.subjects.prefix()), err)]
 pub async fn setup(bus: &Bus) -> Result<(), SetupError> {
     let defs: Definitions = toml::from_str(DEFINITIONS)?;
-    for def in &defs.streams {
-        let name = bus.subjects.stream(&def.name);
-        let retention = match def.retention.as_str() {
-            "limits" => RetentionPolicy::Limits,
-            "workqueue" => RetentionPolicy::WorkQueue,
-            "interest" => RetentionPolicy::Interest,
-            other => return Err(SetupError::Retention(other.to_owned())),
-        };
-        let config = stream::Config {
-            name: name.clone(),
-            subjects: def
-                .subjects
-                .iter()
-                .map(|s| bus.subjects.expand(s))
-                .collect(),
-            retention,
-            storage: StorageType::File,
-            max_age: Duration::from_secs(def.max_age_secs),
-            duplicate_window: Duration::from_secs(def.duplicate_window_secs),
-            ..Default::default()
-        };
+    for config in stream_configs(&defs, &bus.subjects)? {
+        let name = config.name.clone();
         bus.jetstream
             .create_or_update_stream(config)
             .await
             .map_err(|source| SetupError::Stream { name, source })?;
     }
-    for def in &defs.consumers {
-        let stream = bus.subjects.stream(&def.stream);
-        let config = pull::Config {
-            durable_name: Some(def.name.clone()),
-            filter_subject: bus.subjects.expand(&def.filter_subject),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Duration::from_secs(def.ack_wait_secs),
-            max_deliver: def.max_deliver,
-            max_ack_pending: def.max_ack_pending,
-            ..Default::default()
-        };
+    for (stream, config) in consumer_configs(&defs, &bus.subjects) {
+        let name = config.durable_name.clone().unwrap_or_default();
         bus.jetstream
             .create_consumer_on_stream(config, stream)
             .await
             .map_err(|e| SetupError::Consumer {
-                name: def.name.clone(),
+                name,
                 source: e.into(),
             })?;
     }
     Ok(())
+}
+
+/// The streams of the file, as JetStream configurations: the only place their settings are
+/// written is `nats/jetstream.toml`.
+fn stream_configs(
+    defs: &Definitions,
+    subjects: &Subjects,
+) -> Result<Vec<stream::Config>, SetupError> {
+    defs.streams
+        .iter()
+        .map(|def| {
+            let retention = match def.retention.as_str() {
+                "limits" => RetentionPolicy::Limits,
+                "workqueue" => RetentionPolicy::WorkQueue,
+                "interest" => RetentionPolicy::Interest,
+                other => return Err(SetupError::Retention(other.to_owned())),
+            };
+            Ok(stream::Config {
+                name: subjects.stream(&def.name),
+                subjects: def.subjects.iter().map(|s| subjects.expand(s)).collect(),
+                retention,
+                storage: StorageType::File,
+                max_age: Duration::from_secs(def.max_age_secs),
+                duplicate_window: Duration::from_secs(def.duplicate_window_secs),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// The durable consumers of the file, each with the name of its stream.
+fn consumer_configs(defs: &Definitions, subjects: &Subjects) -> Vec<(String, pull::Config)> {
+    defs.consumers
+        .iter()
+        .map(|def| {
+            let config = pull::Config {
+                durable_name: Some(def.name.clone()),
+                filter_subject: subjects.expand(&def.filter_subject),
+                ack_policy: AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(def.ack_wait_secs),
+                max_deliver: def.max_deliver,
+                max_ack_pending: def.max_ack_pending,
+                ..Default::default()
+            };
+            (subjects.stream(&def.stream), config)
+        })
+        .collect()
 }
 
 /// The durable pull consumer of one role, created by `setup`.
@@ -116,4 +135,39 @@ pub async fn consumer(
         .get_stream(bus.subjects.stream(stream))
         .await?;
     stream.get_consumer(name).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definitions() -> Definitions {
+        toml::from_str(DEFINITIONS).expect("nats/jetstream.toml parses")
+    }
+
+    #[test]
+    fn every_stream_of_the_file_becomes_a_configuration_under_the_prefix() {
+        let subjects = Subjects::new("t1");
+        let streams = stream_configs(&definitions(), &subjects).unwrap();
+        let names: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["T1_EVENTS", "T1_JOBS", "T1_RUNNER"]);
+        assert!(streams
+            .iter()
+            .all(|s| s.subjects.iter().all(|subject| subject.starts_with("t1."))));
+    }
+
+    #[test]
+    fn the_consumers_the_roles_open_are_in_the_file_and_never_drop_a_message() {
+        let subjects = Subjects::new("t1");
+        let consumers = consumer_configs(&definitions(), &subjects);
+        // `dispatcher` and `ingester` open these by name (`bus::consumer`).
+        for (stream, name) in [("T1_JOBS", "dispatcher"), ("T1_RUNNER", "ingester")] {
+            let (_, config) = consumers
+                .iter()
+                .find(|(s, c)| s == stream && c.durable_name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("{stream}/{name} is defined"));
+            assert_eq!(config.max_deliver, -1, "{name}: a message is never dropped");
+            assert_eq!(config.ack_policy, AckPolicy::Explicit);
+        }
+    }
 }
