@@ -220,6 +220,8 @@ impl Application {
         // A role that ends before shutdown (a bug, a panic) stops the process, so that a
         // supervisor restarts it rather than it running on without that role.
         let result = tokio::select! {
+            // Roles end when cancelled too: a shutdown seen at the same time is no failure.
+            biased;
             _ = cancel.cancelled() => Ok(()),
             ended = tasks.join_next(), if !tasks.is_empty() => {
                 cancel.cancel();

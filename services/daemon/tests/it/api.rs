@@ -1,6 +1,7 @@
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, vm_request};
+use crate::helpers::{expect_json, spawn_app, vm_request};
+use crate::wire::Problem;
 
 #[tokio::test]
 async fn health_answers_without_a_token_and_nothing_else_does() {
@@ -35,9 +36,8 @@ async fn health_answers_without_a_token_and_nothing_else_does() {
             .send()
             .await
             .unwrap();
-        assert_eq!(wrong.status(), 401, "{path}");
-        let body: Value = wrong.json().await.unwrap();
-        assert_eq!(body["code"], "unauthorized");
+        let body: Problem = expect_json(wrong, 401).await;
+        assert_eq!(body.code, "unauthorized");
     }
 }
 
@@ -64,21 +64,16 @@ async fn bad_input_is_rejected_naming_the_field_and_writes_no_event() {
         (json!({"duration_hours": "long"}), "duration_hours"),
     ];
     for (fields, field) in cases {
-        let response = app.create_vm(vm_request(fields.clone())).await;
-        assert_eq!(response.status(), 422, "{fields}");
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(body["code"], "invalid_field", "{fields}");
-        assert!(
-            body["detail"].as_str().unwrap().contains(field),
-            "{fields}: {body}"
-        );
+        let body: Problem = app
+            .post_json("/api/v1/vms", &vm_request(fields.clone()), 422)
+            .await;
+        assert_eq!(body.code, "invalid_field", "{fields}");
+        assert!(body.detail.contains(field), "{fields}: {body:?}");
     }
     let mut missing = vm_request(json!({}));
     missing.as_object_mut().unwrap().remove("name");
-    let response = app.create_vm(missing).await;
-    assert_eq!(response.status(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert!(body["detail"].as_str().unwrap().contains("name"), "{body}");
+    let body: Problem = app.post_json("/api/v1/vms", &missing, 422).await;
+    assert!(body.detail.contains("name"), "{body:?}");
 
     let malformed = app
         .post("/api/v1/vms")
@@ -117,30 +112,12 @@ async fn unknown_vms_are_not_found() {
 #[tokio::test]
 async fn the_catalog_lists_the_local_provider_and_its_templates() {
     let app = spawn_app().await;
-    let providers: Value = app
-        .get("/api/v1/providers")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let providers: Vec<Value> = app.get_json("/api/v1/providers").await;
     assert!(providers
-        .as_array()
-        .unwrap()
         .iter()
         .any(|p| p["id"] == "local" && p["enabled"] == true));
-    let templates: Value = app
-        .get("/api/v1/providers/local/templates")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let templates: Vec<Value> = app.get_json("/api/v1/providers/local/templates").await;
     let ids: Vec<&str> = templates
-        .as_array()
-        .unwrap()
         .iter()
         .map(|t| t["id"].as_str().unwrap())
         .collect();
@@ -157,14 +134,7 @@ async fn the_catalog_lists_the_local_provider_and_its_templates() {
 #[tokio::test]
 async fn the_openapi_document_covers_every_route_and_the_committed_copy_is_current() {
     let app = spawn_app().await;
-    let served: Value = app
-        .get("/api/v1/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let served: Value = app.get_json("/api/v1/openapi.json").await;
     let paths = served["paths"].as_object().unwrap();
     for path in [
         "/healthz",

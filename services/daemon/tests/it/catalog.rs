@@ -16,26 +16,13 @@ const CLOUDS: [&str; 9] = [
     "upcloud",
 ];
 
-async fn json_of(response: reqwest::Response, status: u16) -> Value {
-    let code = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(code, status, "{body}");
-    body
+/// The body of a `method` request of `body`, which must answer `status`.
+async fn send(app: &TestApp, method: &str, path: &str, body: Value, status: u16) -> Value {
+    app.send_json(method, path, &body, status).await
 }
 
 async fn get_json(app: &TestApp, path: &str) -> Value {
-    json_of(app.get(path).send().await.unwrap(), 200).await
-}
-
-async fn send(app: &TestApp, method: &str, path: &str, body: Value) -> reqwest::Response {
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    app.client
-        .request(method, format!("{}{path}", app.address))
-        .bearer_auth(&app.token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    app.get_json(path).await
 }
 
 fn find<'a>(list: &'a Value, id: &str) -> &'a Value {
@@ -123,11 +110,7 @@ async fn the_seeded_catalog_has_all_nine_clouds_with_their_templates() {
 async fn an_admin_changes_the_catalog_and_each_change_is_an_event_of_the_admin() {
     let app = spawn_app().await;
     let body = json!({"id": "hetzner", "name": "Hetzner"});
-    let created = json_of(
-        send(&app, "POST", "/api/v1/admin/providers", body).await,
-        201,
-    )
-    .await;
+    let created = send(&app, "POST", "/api/v1/admin/providers", body, 201).await;
     assert_eq!(
         created,
         json!({"id": "hetzner", "name": "Hetzner", "enabled": true, "sort_order": 101})
@@ -135,12 +118,12 @@ async fn an_admin_changes_the_catalog_and_each_change_is_an_event_of_the_admin()
     let path = "/api/v1/admin/templates";
     let mut enabled = new_template();
     enabled["enabled"] = json!(true);
-    let refused = json_of(send(&app, "POST", path, enabled).await, 422).await;
+    let refused = send(&app, "POST", path, enabled, 422).await;
     assert!(
         refused["detail"].as_str().unwrap().contains("enabled"),
         "{refused}"
     );
-    let template = json_of(send(&app, "POST", path, new_template()).await, 201).await;
+    let template = send(&app, "POST", path, new_template(), 201).await;
     assert_eq!(template["username"], "ubuntu");
     assert_eq!(template["sort_order"], 1);
     assert_eq!(
@@ -149,29 +132,29 @@ async fn an_admin_changes_the_catalog_and_each_change_is_an_event_of_the_admin()
     );
     let body = json!({"provider": "hetzner", "id": "cx32", "name": "CX32", "flavor_name": "cx32",
         "image_name": "ubuntu-24.04", "cpu": 4, "ram_gb": 8, "storage_gb": 80});
-    json_of(send(&app, "POST", path, body).await, 201).await;
+    send(&app, "POST", path, body, 201).await;
 
     let path = "/api/v1/admin/templates/hetzner/cx22";
     let body = json!({"cpu": 3, "gpu": "1 x NVIDIA L4", "description": "Small."});
-    let updated = json_of(send(&app, "PATCH", path, body).await, 200).await;
+    let updated = send(&app, "PATCH", path, body, 200).await;
     assert_eq!(
         (&updated["cpu"], &updated["gpu"]),
         (&json!(3), &json!("1 x NVIDIA L4"))
     );
     assert_eq!(updated["ram_gb"], 4, "fields left out stay");
-    let updated = json_of(send(&app, "PATCH", path, json!({"gpu": null})).await, 200).await;
+    let updated = send(&app, "PATCH", path, json!({"gpu": null}), 200).await;
     assert_eq!(updated["gpu"], Value::Null);
     // Users see what admins change (local needs no credentials, so it is available).
     let path = "/api/v1/admin/templates/local/broken";
     let body = json!({"enabled": false});
-    let disabled = json_of(send(&app, "PATCH", path, body).await, 200).await;
+    let disabled = send(&app, "PATCH", path, body, 200).await;
     assert_eq!(disabled["enabled"], false);
     let public = get_json(&app, "/api/v1/providers/local/templates").await;
     assert_eq!(ids(&public), ["small", "medium", "large"]);
 
     let path = "/api/v1/admin/providers/hetzner";
     let body = json!({"name": "Hetzner Cloud", "enabled": false});
-    let provider = json_of(send(&app, "PATCH", path, body).await, 200).await;
+    let provider = send(&app, "PATCH", path, body, 200).await;
     assert_eq!(
         (&provider["name"], &provider["enabled"]),
         (&json!("Hetzner Cloud"), &json!(false))
@@ -180,13 +163,13 @@ async fn an_admin_changes_the_catalog_and_each_change_is_an_event_of_the_admin()
     let mut order = ids(&get_json(&app, "/api/v1/admin/providers").await);
     order.reverse();
     let path = "/api/v1/admin/providers/order";
-    let reordered = json_of(send(&app, "PUT", path, json!({"ids": order})).await, 200).await;
+    let reordered = send(&app, "PUT", path, json!({"ids": order}), 200).await;
     assert_eq!(ids(&reordered), order);
     assert_eq!(ids(&get_json(&app, "/api/v1/admin/providers").await), order);
     assert_eq!(find(&reordered, "hetzner")["sort_order"], 1);
     let path = "/api/v1/admin/providers/hetzner/templates/order";
     let body = json!({"ids": ["cx32", "cx22"]});
-    let templates = json_of(send(&app, "PUT", path, body).await, 200).await;
+    let templates = send(&app, "PUT", path, body, 200).await;
     assert_eq!(ids(&templates), ["cx32", "cx22"]);
 
     let events = catalog_events(&app).await;
@@ -249,7 +232,7 @@ async fn bad_catalog_input_is_rejected_naming_the_field_and_writes_no_event() {
         (templates, with(json!({"tags": ["Not A Tag"]})), "tags"),
     ];
     for (path, body, field) in cases {
-        let detail = json_of(send(&app, "POST", path, body.clone()).await, 422).await;
+        let detail = send(&app, "POST", path, body.clone(), 422).await;
         assert_eq!(detail["code"], "invalid_field", "{body}");
         let text = detail["detail"].as_str().unwrap();
         assert!(text.contains(field), "{body}: {detail}");
@@ -267,7 +250,7 @@ async fn bad_catalog_input_is_rejected_naming_the_field_and_writes_no_event() {
         ),
     ];
     for (path, body, field) in patches {
-        let detail = json_of(send(&app, "PATCH", path, body.clone()).await, 422).await;
+        let detail = send(&app, "PATCH", path, body.clone(), 422).await;
         assert!(
             detail["detail"].as_str().unwrap().contains(field),
             "{detail}"
@@ -282,7 +265,7 @@ async fn bad_catalog_input_is_rejected_naming_the_field_and_writes_no_event() {
         ),
     ];
     for (path, body) in orders {
-        let detail = json_of(send(&app, "PUT", path, body).await, 422).await;
+        let detail = send(&app, "PUT", path, body, 422).await;
         assert!(
             detail["detail"].as_str().unwrap().starts_with("ids:"),
             "{detail}"
@@ -290,9 +273,9 @@ async fn bad_catalog_input_is_rejected_naming_the_field_and_writes_no_event() {
     }
 
     let duplicate = json!({"id": "nscale", "name": "Again"});
-    json_of(send(&app, "POST", providers, duplicate).await, 409).await;
+    send(&app, "POST", providers, duplicate, 409).await;
     let duplicate = with(json!({"id": "standard-small"}));
-    json_of(send(&app, "POST", templates, duplicate).await, 409).await;
+    send(&app, "POST", templates, duplicate, 409).await;
     let unknown = [
         ("/api/v1/admin/providers/nowhere", json!({"enabled": false})),
         (
@@ -303,16 +286,13 @@ async fn bad_catalog_input_is_rejected_naming_the_field_and_writes_no_event() {
         ("/api/v1/admin/templates/nowhere/small", json!({})),
     ];
     for (path, body) in unknown {
-        json_of(send(&app, "PATCH", path, body).await, 404).await;
+        send(&app, "PATCH", path, body, 404).await;
     }
-    json_of(
-        send(
-            &app,
-            "PUT",
-            "/api/v1/admin/providers/nowhere/templates/order",
-            json!({"ids": []}),
-        )
-        .await,
+    send(
+        &app,
+        "PUT",
+        "/api/v1/admin/providers/nowhere/templates/order",
+        json!({"ids": []}),
         404,
     )
     .await;
@@ -339,40 +319,28 @@ async fn catalog_rows(app: &TestApp) -> (Vec<Value>, Vec<Value>) {
 async fn rebuilding_the_projections_gives_the_same_catalog_rows() {
     let mut app = spawn_app().await;
     let body = json!({"id": "hetzner", "name": "Hetzner", "sort_order": 3});
-    json_of(
-        send(&app, "POST", "/api/v1/admin/providers", body).await,
-        201,
-    )
-    .await;
-    json_of(
-        send(&app, "POST", "/api/v1/admin/templates", new_template()).await,
-        201,
-    )
-    .await;
+    send(&app, "POST", "/api/v1/admin/providers", body, 201).await;
+    send(&app, "POST", "/api/v1/admin/templates", new_template(), 201).await;
     let path = "/api/v1/admin/templates/hetzner/cx22";
-    json_of(
-        send(&app, "PATCH", path, json!({"cpu": 3, "enabled": false})).await,
+    send(
+        &app,
+        "PATCH",
+        path,
+        json!({"cpu": 3, "enabled": false}),
         200,
     )
     .await;
     let path = "/api/v1/admin/templates/nscale/standard-small";
-    json_of(
-        send(&app, "PATCH", path, json!({"name": "Small"})).await,
-        200,
-    )
-    .await;
+    send(&app, "PATCH", path, json!({"name": "Small"}), 200).await;
     let path = "/api/v1/admin/providers/nrec-uib/templates/order";
     let mut order = ids(&get_json(&app, "/api/v1/admin/templates?provider=nrec-uib").await);
     order.rotate_left(2);
-    json_of(send(&app, "PUT", path, json!({"ids": order})).await, 200).await;
-    json_of(
-        send(
-            &app,
-            "PATCH",
-            "/api/v1/admin/providers/azure",
-            json!({"enabled": false}),
-        )
-        .await,
+    send(&app, "PUT", path, json!({"ids": order}), 200).await;
+    send(
+        &app,
+        "PATCH",
+        "/api/v1/admin/providers/azure",
+        json!({"enabled": false}),
         200,
     )
     .await;

@@ -1,15 +1,21 @@
 //! `spawn_app()`: the real daemon in process, on port 0, with a fresh database cloned from a
 //! migrated template and its own NATS subject prefix.
+//!
+//! The application runs on a thread and runtime of its own (`app_thread`), with its own
+//! connections; the test's `pool` and `bus` are separate ones. `stop()` and `Drop` wait for
+//! it to end, and a panic or error of the application fails the test.
 
 use std::time::Duration;
 
-use daemon::{Application, Config, Roles};
+use daemon::{Config, Roles};
 use futures::StreamExt;
-use secrecy::SecretString;
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use store::PgPool;
-use tokio::sync::OnceCell;
-use tokio_util::sync::CancellationToken;
+
+use crate::app_thread::{run_on_own_thread, Running};
+use crate::database::{nats_url, server_url, template};
+use crate::wire::{Event, Vm};
 
 pub const SSH_KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ test@example";
@@ -21,85 +27,10 @@ pub struct TestApp {
     pub bus: bus::Bus,
     pub client: reqwest::Client,
     pub db_name: String,
-    cancel: CancellationToken,
-    task: Option<tokio::task::JoinHandle<()>>,
+    running: Option<Running>,
     pub work: tempfile::TempDir,
     /// Whether dropping it removes the database and streams (a replica shares them).
     owner: bool,
-}
-
-fn server_url(db: &str) -> String {
-    let base = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| daemon::config::DEFAULT_DATABASE_URL.to_owned());
-    let mut url = url::Url::parse(&base).expect("DATABASE_URL is a URL");
-    url.set_path(db);
-    url.to_string()
-}
-
-fn nats_url() -> String {
-    std::env::var("NATS_URL").unwrap_or_else(|_| daemon::config::DEFAULT_NATS_URL.to_owned())
-}
-
-/// The migrated template database, named after the migrations it holds, so that test runs
-/// of different versions (or two at once) share the server without disturbing each other.
-async fn template() -> &'static str {
-    static TEMPLATE: OnceCell<String> = OnceCell::const_new();
-    TEMPLATE
-        .get_or_init(|| async {
-            let name = format!("provtest_template_{}", migrations_hash());
-            let admin = store::connect(&server_url("postgres"), 1).await.unwrap();
-            let mut conn = admin.acquire().await.unwrap();
-            store::sqlx::query("SELECT pg_advisory_lock(hashtext('provtest_template'))")
-                .execute(&mut *conn)
-                .await
-                .unwrap();
-            let exists: bool = store::sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
-            )
-            .bind(&name)
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap();
-            if !exists {
-                // Built under another name and renamed, so a run that dies half-way leaves
-                // no half-migrated template behind.
-                let building = format!("{name}_building");
-                store::sqlx::query(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"))
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
-                let pool = store::connect(&server_url(&building), 2).await.unwrap();
-                store::migrate(&pool).await.unwrap();
-                pool.close().await;
-                store::sqlx::query(&format!("ALTER DATABASE {building} RENAME TO {name}"))
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
-            }
-            store::sqlx::query("SELECT pg_advisory_unlock(hashtext('provtest_template'))")
-                .execute(&mut *conn)
-                .await
-                .unwrap();
-            name
-        })
-        .await
-}
-
-fn migrations_hash() -> String {
-    use std::hash::{Hash, Hasher};
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for file in files {
-        file.file_name().hash(&mut hasher);
-        std::fs::read(&file).unwrap().hash(&mut hasher);
-    }
-    format!("{:016x}", hasher.finish())
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -175,23 +106,18 @@ async fn start(
     owner: bool,
 ) -> Result<TestApp, daemon::StartupError> {
     let token = format!("token-{db_name}");
-    let app = Application::build(config, roles, SecretString::from(token.clone())).await?;
-    let address = format!("http://127.0.0.1:{}", app.port());
-    let pool = app.pool().clone();
-    let bus = app.bus().clone();
-    let cancel = app.shutdown_token();
-    let task = tokio::spawn(async move {
-        app.run_until_stopped().await.unwrap();
-    });
+    let prefix = config.nats_prefix.clone();
+    let (port, running) = run_on_own_thread(config, roles, token.clone()).await?;
+    let pool = store::connect(&server_url(db_name), 5).await.unwrap();
+    let bus = bus::Bus::connect(&nats_url(), &prefix).await.unwrap();
     Ok(TestApp {
-        address,
+        address: format!("http://127.0.0.1:{port}"),
         token,
         pool,
         bus,
         client: reqwest::Client::new(),
         db_name: db_name.to_owned(),
-        cancel,
-        task: Some(task),
+        running: Some(running),
         work,
         owner,
     })
@@ -208,11 +134,16 @@ impl TestApp {
             .expect("the replica starts")
     }
 
-    /// Stops every role of the application (its database stays).
+    /// Stops every role of the application and waits for it (its database stays); fails
+    /// the test if the application panicked or failed.
     pub async fn stop(&mut self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        if let Some(running) = self.running.take() {
+            let stopped = tokio::task::spawn_blocking(move || running.stop())
+                .await
+                .unwrap();
+            if let Err(e) = stopped {
+                panic!("{e}");
+            }
         }
     }
 
@@ -234,49 +165,96 @@ impl TestApp {
             .bearer_auth(&self.token)
     }
 
-    pub async fn create_vm(&self, body: Value) -> reqwest::Response {
-        self.post("/api/v1/vms").json(&body).send().await.unwrap()
+    /// The body of a `GET`, which must answer 200.
+    pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> T {
+        expect_json(self.get(path).send().await.unwrap(), 200).await
+    }
+
+    /// The body of a `POST` of `body`, which must answer `status`.
+    pub async fn post_json<T: DeserializeOwned>(&self, path: &str, body: &Value, status: u16) -> T {
+        self.send_json("POST", path, body, status).await
+    }
+
+    /// The body of a `DELETE`, which must answer `status`.
+    pub async fn delete_json<T: DeserializeOwned>(&self, path: &str, status: u16) -> T {
+        expect_json(self.delete(path).send().await.unwrap(), status).await
+    }
+
+    /// The body of a `method` (`PATCH`, `PUT`, ...) request with the JSON `body`, which must
+    /// answer `status`.
+    pub async fn send_json<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: &Value,
+        status: u16,
+    ) -> T {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        expect_json(response, status).await
     }
 
     /// Creates a VM from a valid request changed by `fields`, and returns its id.
     pub async fn create_ok(&self, fields: Value) -> String {
-        let response = self.create_vm(vm_request(fields)).await;
-        assert_eq!(response.status(), 202);
-        let vm: Value = response.json().await.unwrap();
-        assert_eq!(vm["status"], "requested");
-        vm["id"].as_str().unwrap().to_owned()
+        let vm: Vm = self
+            .post_json("/api/v1/vms", &vm_request(fields), 202)
+            .await;
+        assert_eq!(vm.status, "requested");
+        vm.id
     }
 
-    pub async fn vm(&self, id: &str) -> Value {
-        let response = self.get(&format!("/api/v1/vms/{id}")).send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+    pub async fn vm(&self, id: &str) -> Vm {
+        self.get_json(&format!("/api/v1/vms/{id}")).await
     }
 
     /// Waits until the VM has `status`, failing with its last state after 60 s.
-    pub async fn wait_for_status(&self, id: &str, status: &str) -> Value {
+    pub async fn wait_for_status(&self, id: &str, status: &str) -> Vm {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             let vm = self.vm(id).await;
-            if vm["status"] == status {
+            if vm.status == status {
                 return vm;
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "VM never reached {status}: {vm}"
+                "VM never reached {status}: {vm:?}"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    pub async fn events(&self, id: &str) -> Vec<Value> {
-        self.get(&format!("/api/v1/vms/{id}/events"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+    pub async fn events(&self, id: &str) -> Vec<Event> {
+        self.get_json(&format!("/api/v1/vms/{id}/events")).await
+    }
+
+    /// Fails the test unless the dispatcher's and the ingester's consumers (of this test's
+    /// prefix) have every message delivered and acknowledged, waiting up to 10 s for acks
+    /// to land. For end-to-end tests, once their VMs reached a final status.
+    pub async fn assert_consumers_drained(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for (stream, name) in [("JOBS", "dispatcher"), ("RUNNER", "ingester")] {
+            let mut consumer = bus::consumer(&self.bus, stream, name).await.unwrap();
+            loop {
+                let info = consumer.info().await.unwrap();
+                if info.num_pending == 0 && info.num_ack_pending == 0 {
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{stream}/{name} has {} messages undelivered and {} unacknowledged",
+                    info.num_pending,
+                    info.num_ack_pending
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 
     pub async fn count_events(&self) -> i64 {
@@ -324,10 +302,21 @@ impl TestApp {
 
 impl Drop for TestApp {
     fn drop(&mut self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task.take() {
-            task.abort();
+        // Blocks the test's thread until the application stopped: it runs on its own.
+        let stopped = self.running.take().map_or(Ok(()), Running::stop);
+        self.clean_up();
+        if let Err(e) = stopped {
+            if !std::thread::panicking() {
+                panic!("{e}");
+            }
+            eprintln!("{e}");
         }
+    }
+}
+
+impl TestApp {
+    /// Removes the database and streams of the test, when this app owns them.
+    fn clean_up(&self) {
         if !self.owner {
             return;
         }
@@ -356,6 +345,15 @@ impl Drop for TestApp {
         })
         .join();
     }
+}
+
+/// The JSON body of `response`, which must have `status` (the body is in the message if not).
+pub async fn expect_json<T: DeserializeOwned>(response: reqwest::Response, status: u16) -> T {
+    let code = response.status();
+    let url = response.url().path().to_owned();
+    let text = response.text().await.unwrap();
+    assert_eq!(code, status, "{url}: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
 }
 
 /// A valid create request, with `fields` replaced.

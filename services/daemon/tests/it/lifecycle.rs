@@ -1,89 +1,62 @@
 use serde_json::{json, Value};
 
-use crate::helpers::spawn_app;
-
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
-}
+use crate::helpers::{spawn_app, vm_request};
+use crate::wire::{kinds as types, LogLine, Problem, Vm};
 
 #[tokio::test]
 async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
     let app = spawn_app().await;
-    let response = app.create_vm(crate::helpers::vm_request(json!({}))).await;
-    assert_eq!(response.status(), 202);
-    let requested: Value = response.json().await.unwrap();
-    let id = requested["id"].as_str().unwrap().to_owned();
+    let requested: Vm = app
+        .post_json("/api/v1/vms", &vm_request(json!({})), 202)
+        .await;
+    let id = requested.id.clone();
 
     let vm = app.wait_for_status(&id, "provisioned").await;
     assert_eq!(
-        vm["created_at"], requested["created_at"],
+        vm.created_at, requested.created_at,
         "created when requested"
     );
 
     let state = app.terraform_state(&id).await;
     let ip = state["outputs"]["vm_ip"]["value"].as_str().unwrap();
-    assert_eq!(vm["ip"], ip);
+    assert_eq!(vm.ip.as_deref(), Some(ip));
     assert!(ip.starts_with("10.77."), "{ip}");
-    assert_eq!(vm["last_error"], Value::Null);
+    assert_eq!(vm.last_error, None);
 
     let events = app.events(&id).await;
     let types = types(&events);
     assert_eq!(types[..3], ["Requested", "JobQueued", "JobStarted"]);
     assert_eq!(types.last(), Some(&"Applied"));
     assert!(types.contains(&"LogLine"));
-    let sequences: Vec<u64> = events
-        .iter()
-        .map(|e| e["sequence"].as_u64().unwrap())
-        .collect();
+    let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
-    assert_eq!(events[0]["actor"], "admin");
-    assert_eq!(events.last().unwrap()["data"]["vm_ip"], ip);
+    assert_eq!(events[0].actor.as_deref(), Some("admin"));
+    assert_eq!(events.last().unwrap().data["vm_ip"], ip);
 
-    let logs: Vec<Value> = app
-        .get(&format!("/api/v1/vms/{id}/logs"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let messages: Vec<&str> = logs
-        .iter()
-        .map(|l| l["message"].as_str().unwrap())
-        .collect();
+    let logs: Vec<LogLine> = app.get_json(&format!("/api/v1/vms/{id}/logs")).await;
+    let messages: Vec<&str> = logs.iter().map(|l| l.message.as_str()).collect();
     assert!(
         messages.iter().any(|m| m.starts_with("Apply complete!")),
         "{messages:?}"
     );
     assert!(messages.contains(&"Terraform has been successfully initialized!"));
-    assert!(logs.iter().any(|l| l["type"] == "change_summary"));
-    let lines: Vec<i64> = logs.iter().map(|l| l["line"].as_i64().unwrap()).collect();
+    assert!(logs.iter().any(|l| l.kind == "change_summary"));
+    let lines: Vec<i64> = logs.iter().map(|l| l.line).collect();
     assert_eq!(lines, (1..=logs.len() as i64).collect::<Vec<_>>());
-    let log_events = events.iter().filter(|e| e["type"] == "LogLine").count();
+    let log_events = events.iter().filter(|e| e.kind == "LogLine").count();
     assert_eq!(log_events, logs.len(), "every log line is an event too");
-    let page: Vec<Value> = app
-        .get(&format!(
+    let page: Vec<LogLine> = app
+        .get_json(&format!(
             "/api/v1/vms/{id}/logs?after_job=1&after_line=3&limit=2"
         ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let lines: Vec<i64> = page.iter().map(|l| l["line"].as_i64().unwrap()).collect();
+        .await;
+    let lines: Vec<i64> = page.iter().map(|l| l.line).collect();
     assert_eq!(lines, [4, 5], "a page of lines after a given one");
 
-    let list: Vec<Value> = app
-        .get("/api/v1/vms")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Vec<Vm> = app.get_json("/api/v1/vms").await;
     assert_eq!(list.len(), 1);
-    assert_eq!(list[0]["id"], id.as_str());
+    assert_eq!(list[0].id, id);
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
@@ -93,28 +66,18 @@ async fn a_destroyed_vm_leaves_its_terraform_workspace_empty() {
     app.wait_for_status(&id, "provisioned").await;
     assert_ne!(app.terraform_state(&id).await["outputs"], json!({}));
 
-    let response = app
-        .delete(&format!("/api/v1/vms/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let vm: Value = response.json().await.unwrap();
-    assert_eq!(vm["status"], "destroy_requested");
+    let vm: Vm = app.delete_json(&format!("/api/v1/vms/{id}"), 202).await;
+    assert_eq!(vm.status, "destroy_requested");
 
     let vm = app.wait_for_status(&id, "destroyed").await;
-    assert_eq!(vm["ip"], Value::Null);
+    assert_eq!(vm.ip, None);
     let state = app.terraform_state(&id).await;
     assert_eq!(state["outputs"], json!({}));
     assert_eq!(state["resources"], json!([]));
-    let again = app
-        .delete(&format!("/api/v1/vms/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 409);
+    let _: Problem = app.delete_json(&format!("/api/v1/vms/{id}"), 409).await;
     let events = app.events(&id).await;
     assert_eq!(types(&events).last(), Some(&"Destroyed"));
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
@@ -124,25 +87,21 @@ async fn a_failing_terraform_run_ends_failed_with_terraforms_diagnostic() {
 
     let vm = app.wait_for_status(&id, "failed").await;
 
-    let error = vm["last_error"].as_str().unwrap();
+    let error = vm.last_error.unwrap();
     assert!(error.starts_with("Invalid value for variable"), "{error}");
     assert!(error.contains("local.small"), "{error}");
     let events = app.events(&id).await;
     let failed = events.last().unwrap();
-    assert_eq!(failed["type"], "Failed");
-    assert_eq!(failed["data"]["diagnostics"][0]["severity"], "error");
+    assert_eq!(failed.kind, "Failed");
+    assert_eq!(failed.data["diagnostics"][0]["severity"], "error");
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
 async fn a_destroy_asked_for_during_the_apply_runs_after_it_not_beside_it() {
     let app = spawn_app().await;
     let id = app.create_ok(json!({})).await;
-    let response = app
-        .delete(&format!("/api/v1/vms/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
+    let _: Vm = app.delete_json(&format!("/api/v1/vms/{id}"), 202).await;
 
     app.wait_for_status(&id, "destroyed").await;
 
@@ -150,15 +109,9 @@ async fn a_destroy_asked_for_during_the_apply_runs_after_it_not_beside_it() {
     let jobs: Vec<(String, Value)> = events
         .iter()
         .filter(|e| {
-            ["JobQueued", "JobStarted", "Applied", "Failed", "Destroyed"]
-                .contains(&e["type"].as_str().unwrap())
+            ["JobQueued", "JobStarted", "Applied", "Failed", "Destroyed"].contains(&e.kind.as_str())
         })
-        .map(|e| {
-            (
-                e["type"].as_str().unwrap().to_owned(),
-                e["data"]["job_id"].clone(),
-            )
-        })
+        .map(|e| (e.kind.clone(), e.data["job_id"].clone()))
         .collect();
     let expected: Vec<(String, Value)> = [
         ("JobQueued", 1),
@@ -173,6 +126,7 @@ async fn a_destroy_asked_for_during_the_apply_runs_after_it_not_beside_it() {
     .collect();
     assert_eq!(jobs, expected);
     assert!(types(&events).contains(&"DestroyRequested"));
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
@@ -186,8 +140,9 @@ async fn a_runner_that_dies_without_reporting_fails_its_job() {
 
     let vm = app.wait_for_status(&id, "failed").await;
 
-    let error = vm["last_error"].as_str().unwrap();
+    let error = vm.last_error.unwrap();
     assert!(error.contains("before reporting a result"), "{error}");
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
@@ -207,18 +162,10 @@ async fn a_job_whose_runner_falls_silent_is_failed_and_its_vm_can_be_destroyed()
 
     let vm = app.wait_for_status(&id, "failed").await;
 
-    let error = vm["last_error"].as_str().unwrap();
+    let error = vm.last_error.unwrap();
     assert!(error.contains("presumed lost"), "{error}");
     let events = app.events(&id).await;
-    assert_eq!(events.last().unwrap()["actor"], "watchdog");
-    let response = app
-        .delete(&format!("/api/v1/vms/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        response.status(),
-        202,
-        "the VM is not stuck behind its lost job"
-    );
+    assert_eq!(events.last().unwrap().actor.as_deref(), Some("watchdog"));
+    // 202: the VM is not stuck behind its lost job.
+    let _: Vm = app.delete_json(&format!("/api/v1/vms/{id}"), 202).await;
 }

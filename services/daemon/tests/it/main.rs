@@ -1,7 +1,9 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
 mod api;
+mod app_thread;
 mod catalog;
+mod database;
 mod helpers;
 mod ingester;
 mod lifecycle;
@@ -10,3 +12,4 @@ mod relay;
 mod scale;
 mod snapshots;
 mod stream;
+mod wire;

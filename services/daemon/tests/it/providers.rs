@@ -6,6 +6,7 @@ use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, try_spawn_app, vm_request};
+use crate::wire::Problem;
 
 fn repo_hcl() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hcl")
@@ -117,14 +118,7 @@ async fn the_daemon_refuses_to_start_when_an_enabled_template_names_a_disabled_p
 #[tokio::test]
 async fn providers_show_regions_and_whether_their_credentials_are_present() {
     let app = spawn_app().await;
-    let providers: Vec<Value> = app
-        .get("/api/v1/providers")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let providers: Vec<Value> = app.get_json("/api/v1/providers").await;
     let find = |id: &str| providers.iter().find(|p| p["id"] == id).cloned().unwrap();
     let local = find("local");
     assert_eq!(local["credentials_present"], true);
@@ -139,32 +133,14 @@ async fn providers_show_regions_and_whether_their_credentials_are_present() {
         "no credential source is shown"
     );
 
-    let templates: Vec<Value> = app
-        .get("/api/v1/providers/nrec/templates")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let templates: Vec<Value> = app.get_json("/api/v1/providers/nrec/templates").await;
     assert!(
         templates.is_empty(),
         "no templates of a provider without credentials"
     );
-    let response = app
-        .create_vm(vm_request(
-            json!({"provider": "nrec", "template": "standard-large"}),
-        ))
-        .await;
-    assert_eq!(response.status(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .contains("lacks credentials"),
-        "{body}"
-    );
+    let body = vm_request(json!({"provider": "nrec", "template": "standard-large"}));
+    let problem: Problem = app.post_json("/api/v1/vms", &body, 422).await;
+    assert!(problem.detail.contains("lacks credentials"), "{problem:?}");
 }
 
 const PLANTED: &str = "planted-credential-7f3a9c";
@@ -249,7 +225,7 @@ async fn a_planted_credential_reaches_terraform_but_no_event_log_stream_or_respo
     let vm = app.wait_for_status(&id, "failed").await;
 
     // Terraform saw the credential: its error quoted it, and the runner redacted it.
-    let error = vm["last_error"].as_str().unwrap();
+    let error = vm.last_error.as_deref().unwrap();
     assert!(error.contains("[redacted]"), "{error}");
     let mut seen = vec![serde_json::to_string(&vm).unwrap()];
     for path in ["", "/events", "/logs"] {
@@ -308,6 +284,7 @@ async fn a_planted_credential_reaches_terraform_but_no_event_log_stream_or_respo
             "the credential leaked into item {i}: {text}"
         );
     }
+    app.assert_consumers_drained().await;
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -4,6 +4,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::helpers::{spawn_app, vm_request};
+use crate::wire::Vm;
 
 /// The job directories a replica's dispatcher made: `<work>/<vm>/job-<n>`.
 fn dispatched(work: &Path) -> Vec<String> {
@@ -30,21 +31,16 @@ async fn two_replicas_of_every_role_run_each_job_once() {
     for n in 0..6 {
         let api = replicas[n % 2];
         let body = vm_request(json!({"name": format!("vm-{n}")}));
-        let response = api.create_vm(body).await;
-        assert_eq!(response.status(), 202);
-        let vm: serde_json::Value = response.json().await.unwrap();
-        ids.push(vm["id"].as_str().unwrap().to_owned());
+        let vm: Vm = api.post_json("/api/v1/vms", &body, 202).await;
+        ids.push(vm.id);
     }
     for (n, id) in ids.iter().enumerate() {
         replicas[(n + 1) % 2]
             .wait_for_status(id, "provisioned")
             .await;
-        let response = replicas[n % 2]
-            .delete(&format!("/api/v1/vms/{id}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 202);
+        let _: Vm = replicas[n % 2]
+            .delete_json(&format!("/api/v1/vms/{id}"), 202)
+            .await;
     }
     for (n, id) in ids.iter().enumerate() {
         replicas[n % 2].wait_for_status(id, "destroyed").await;
@@ -76,4 +72,5 @@ async fn two_replicas_of_every_role_run_each_job_once() {
         locks, 3,
         "one relay, one projector, one watchdog hold their leases"
     );
+    first.assert_consumers_drained().await;
 }

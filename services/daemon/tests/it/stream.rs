@@ -93,7 +93,8 @@ async fn an_sse_client_connected_before_the_create_sees_status_changes_and_log_l
             .unwrap_or("")
             .starts_with("Apply complete!")));
     let vm = app.wait_for_status(&id, "provisioned").await;
-    assert_eq!(events.last().unwrap().data["data"]["vm_ip"], vm["ip"]);
+    assert_eq!(events.last().unwrap().data["data"]["vm_ip"], json!(vm.ip));
+    app.assert_consumers_drained().await;
 }
 
 #[tokio::test]
@@ -107,4 +108,5 @@ async fn a_stream_resumed_with_last_event_id_continues_where_it_stopped() {
 
     assert_eq!(resumed.first().map(|e| e.id), Some(4));
     assert_eq!(resumed.len(), all.len() - 3);
+    app.assert_consumers_drained().await;
 }

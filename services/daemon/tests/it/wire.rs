@@ -1,0 +1,55 @@
+//! What the API answers, as the tests read it. Test-side copies of the wire types (the api
+//! crate's types only serialize), so a test says `vm.status` rather than `vm["status"]`; a
+//! field the API stops sending fails the test that reads it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `VmOut`: a VM as the read model shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vm {
+    pub id: String,
+    pub name: String,
+    pub provider: String,
+    pub template: String,
+    pub status: String,
+    pub ip: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub last_error: Option<String>,
+}
+
+/// `EventOut`: one event of a VM's (or the catalog's) history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub sequence: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub recorded_at: String,
+    pub actor: Option<String>,
+    pub data: Value,
+}
+
+/// `LogOut`: one line Terraform printed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub job_id: i64,
+    pub line: i64,
+    pub level: String,
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub recorded_at: String,
+}
+
+/// `ErrorBody`: every error's body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    pub code: String,
+    pub detail: String,
+}
+
+/// The event names of a history, in order.
+pub fn kinds(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
