@@ -15,8 +15,8 @@ use axum::Router;
 use secrecy::SecretString;
 
 pub use error::ApiError;
-pub use extract::{AppJson, RequestId};
-pub use layers::REQUEST_TIMEOUT;
+use extract::{AppJson, RequestId};
+use layers::REQUEST_TIMEOUT;
 pub use openapi::ApiDoc;
 
 #[derive(Clone)]

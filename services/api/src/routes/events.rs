@@ -24,6 +24,8 @@ pub struct EventOut {
     pub data: serde_json::Value,
 }
 
+// The same fields from two sources, deliberately: a stored event (backlog, history pages) and
+// a published one (live streams) are answered alike.
 impl From<store::AuditEvent> for EventOut {
     fn from(e: store::AuditEvent) -> Self {
         Self {

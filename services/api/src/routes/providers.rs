@@ -91,6 +91,7 @@ pub(crate) async fn available(state: &AppState, provider: &ProviderId) -> Result
     security(("bearer" = [])),
     params(("provider" = String, Path, description = "Provider id, e.g. `local`")),
     responses((status = 200, body = [TemplateOut]), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn list_templates(
     State(state): State<AppState>,
     Path(provider): Path<String>,

@@ -123,6 +123,7 @@ pub async fn create_provider(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn update_provider(
     State(state): State<AppState>,
     request_id: RequestId,

@@ -222,6 +222,7 @@ pub async fn create_template(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider, template = %template))]
 pub async fn update_template(
     State(state): State<AppState>,
     request_id: RequestId,
@@ -277,6 +278,7 @@ pub async fn update_template(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "`ids` is not a permutation of the provider's templates", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn reorder_templates(
     State(state): State<AppState>,
     request_id: RequestId,

@@ -13,6 +13,7 @@ use crate::{ApiError, AppState};
     security(("bearer" = [])),
     params(("id" = String, Path, description = "VM id"), Page),
     responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn list_vm_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -60,6 +61,7 @@ pub struct LogsQuery {
     security(("bearer" = [])),
     params(("id" = String, Path, description = "VM id"), LogsQuery),
     responses((status = 200, body = [LogOut]), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn list_vm_logs(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -29,6 +29,7 @@ use crate::{ApiError, AppState};
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence"),
     ),
     responses((status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream")))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn stream_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
