@@ -95,6 +95,13 @@ mod tests {
                 get(|| async { tokio::time::sleep(TIMEOUT * 3).await }),
             )
             .route(
+                "/broken",
+                get(|| async {
+                    let cause = std::io::Error::other("disk on fire");
+                    Err::<(), _>(ApiError::internal(Outer(cause)))
+                }),
+            )
+            .route(
                 "/stream",
                 get(|| async {
                     // Answers at once, then sends for longer than the timeout, like SSE.
@@ -108,8 +115,15 @@ mod tests {
         around(router, TIMEOUT)
     }
 
-    async fn call(path: &str) -> (StatusCode, String) {
-        let request = Request::get(path).body(Body::empty()).unwrap();
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not read")]
+    struct Outer(#[source] std::io::Error);
+
+    pub(super) async fn call(path: &str) -> (StatusCode, String) {
+        let request = Request::get(path)
+            .header("x-request-id", "req-42")
+            .body(Body::empty())
+            .unwrap();
         let response = app().oneshot(request).await.unwrap();
         let status = response.status();
         let body = axum::body::to_bytes(response.into_body(), usize::MAX)
@@ -130,5 +144,50 @@ mod tests {
         let (status, body) = call("/stream").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body, "0\n1\n2\n");
+    }
+}
+
+#[cfg(test)]
+mod logging_tests {
+    use super::tests::call;
+
+    /// Log lines written by the code under test, as text.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_500_is_opaque_and_its_cause_chain_is_logged_once_with_the_request_id() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let (status, body) = call("/broken").await;
+
+        assert_eq!(status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body, r#"{"code":"internal","detail":"internal error"}"#);
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let failures: Vec<_> = log.lines().filter(|l| l.contains("disk on fire")).collect();
+        assert_eq!(failures.len(), 1, "{log}");
+        assert!(
+            failures[0].contains("could not read: disk on fire"),
+            "{log}"
+        );
+        assert!(failures[0].contains("req-42"), "{log}");
+        assert!(failures[0].contains("/broken"), "{log}");
     }
 }
