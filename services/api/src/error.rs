@@ -1,11 +1,19 @@
+use std::error::Error;
+use std::sync::Arc;
+
+use axum::extract::Request;
 use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use domain::catalog::CatalogError;
+use domain::provisioning::{ProvisioningError, VmId};
 use serde::Serialize;
+use store::catalog::CatalogCommandError;
 use utoipa::ToSchema;
 
 /// Every error of the API: client mistakes with a stable code, the rest an opaque 500
-/// whose cause is logged here, once.
+/// whose cause is logged once, by [`log_internal`].
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -20,8 +28,10 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The cause stays whole (with its own sources) for the log; the client sees only
+    /// "internal error".
     #[error("internal error")]
-    Internal(String),
+    Internal(#[source] Box<dyn Error + Send + Sync>),
 }
 
 /// The body of every error response.
@@ -34,8 +44,9 @@ pub struct ErrorBody {
 }
 
 impl ApiError {
-    pub fn internal(e: impl std::fmt::Display) -> Self {
-        ApiError::Internal(e.to_string())
+    /// An internal error from an error (kept with its sources) or a message.
+    pub fn internal(cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        ApiError::Internal(cause.into())
     }
 
     fn status_and_code(&self) -> (StatusCode, &'static str) {
@@ -66,12 +77,57 @@ impl From<domain::provisioning::ValueError> for ApiError {
     }
 }
 
+// How a command that did not commit is answered: the one place for both aggregates.
+// A refusal is the client's (404, 409 or 422, by the domain error); a command that kept
+// losing the race with other writers is a 409 the client may retry; a store failure is a 500.
+
+/// A failed command on VM `vm`; refusals name the VM.
+pub(crate) fn vm_command_failed(vm: VmId, e: store::CommandError) -> ApiError {
+    match e {
+        store::CommandError::Rejected(ProvisioningError::NotFound) => {
+            ApiError::NotFound(format!("no VM {vm}"))
+        }
+        store::CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
+            ApiError::Conflict(format!("a VM with id {vm} exists already"))
+        }
+        store::CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
+        store::CommandError::Conflict => ApiError::Conflict(e.to_string()),
+        store::CommandError::Store(_) => ApiError::internal(e),
+    }
+}
+
+impl From<CatalogCommandError> for ApiError {
+    fn from(e: CatalogCommandError) -> Self {
+        match e {
+            CatalogCommandError::Rejected(e) => e.into(),
+            CatalogCommandError::Conflict => ApiError::Conflict(e.to_string()),
+            CatalogCommandError::Store(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// A refused catalog change: unknown ids 404, duplicates 409, invalid fields 422.
+impl From<CatalogError> for ApiError {
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::UnknownProvider(_) | CatalogError::UnknownTemplate(..) => {
+                ApiError::NotFound(e.to_string())
+            }
+            CatalogError::DuplicateProvider(_) | CatalogError::DuplicateTemplate(..) => {
+                ApiError::Conflict(e.to_string())
+            }
+            CatalogError::Invalid(e) => e.into(),
+        }
+    }
+}
+
+/// The cause of a 500, handed from the response to [`log_internal`].
+#[derive(Clone)]
+struct InternalCause(Arc<dyn Error + Send + Sync>);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        if let ApiError::Internal(cause) = &self {
-            tracing::error!(%cause, "request failed");
-        }
         let body = ErrorBody {
             code: code.to_owned(),
             detail: self.to_string(),
@@ -83,6 +139,52 @@ impl IntoResponse for ApiError {
                 axum::http::HeaderValue::from_static("Bearer"),
             );
         }
+        if let ApiError::Internal(cause) = self {
+            response
+                .extensions_mut()
+                .insert(InternalCause(Arc::from(cause)));
+        }
         response
+    }
+}
+
+/// Logs the cause of a 500, with every source, once per request. Runs inside the request's
+/// span, which carries the request id, the method and the route.
+pub(crate) async fn log_internal(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if let Some(InternalCause(cause)) = response.extensions().get::<InternalCause>() {
+        tracing::error!(cause = %chain(cause.as_ref()), "request failed");
+    }
+    response
+}
+
+/// `error: its source: the source's source ...`
+fn chain(error: &(dyn Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn an_internal_error_keeps_its_sources_and_answers_opaquely() {
+        let error = ApiError::internal(Outer(std::io::Error::other("disk on fire")));
+        let source = error.source().expect("a source");
+        assert_eq!(chain(source), "outer: disk on fire");
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(response.extensions().get::<InternalCause>().is_some());
     }
 }

@@ -2,7 +2,10 @@
 //! whole router, so tests can run it in process.
 
 mod auth;
+mod catalog;
 mod error;
+mod extract;
+mod layers;
 mod openapi;
 mod routes;
 
@@ -12,6 +15,8 @@ use axum::Router;
 use secrecy::SecretString;
 
 pub use error::ApiError;
+use extract::{AppJson, RequestId};
+use layers::REQUEST_TIMEOUT;
 pub use openapi::ApiDoc;
 
 #[derive(Clone)]
@@ -34,15 +39,17 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             auth::require_admin,
         ));
-    Router::new()
+    let routes = Router::new()
         .nest("/api/v1", api)
         .merge(routes::health::router())
-        .fallback(|| async { ApiError::NotFound("no such route".into()) })
-        .with_state(state)
+        .fallback(|| async { ApiError::NotFound("no such route".into()) });
+    layers::around(routes, REQUEST_TIMEOUT).with_state(state)
 }
 
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.
 pub fn openapi_json() -> String {
     use utoipa::OpenApi;
-    ApiDoc::openapi().to_pretty_json().unwrap_or_default()
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI document is plain data, so it serializes")
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use domain::provisioning::{Diagnostic, JobAction, JobId, VmId, VmSpec};
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 /// A committed event as published on `<prefix>.events.<kind>.<id>.<type>`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -16,7 +17,9 @@ pub struct EventEnvelope {
     pub sequence: u64,
     #[serde(rename = "type")]
     pub event_type: String,
-    pub recorded_at: String,
+    /// When the event was committed; RFC 3339 on the wire.
+    #[serde(with = "time::serde::rfc3339")]
+    pub recorded_at: OffsetDateTime,
     pub actor: Option<String>,
     pub data: serde_json::Value,
 }
@@ -93,5 +96,27 @@ impl RunnerMessage {
             self.job_id,
             self.report.subject_kind()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_envelope_carries_its_time_as_rfc_3339() {
+        let json = serde_json::json!({
+            "version": 1,
+            "aggregate_type": "Provisioning",
+            "aggregate_id": "0b0f6f4e-3f7c-4b1e-9d7a-3c2f1e0d9a8b",
+            "sequence": 3,
+            "type": "JobStarted",
+            "recorded_at": "2024-05-01T12:30:45.123456Z",
+            "actor": "runner",
+            "data": {},
+        });
+        let envelope: EventEnvelope = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(envelope.recorded_at.unix_timestamp(), 1_714_566_645);
+        assert_eq!(serde_json::to_value(&envelope).unwrap(), json);
     }
 }

@@ -52,7 +52,7 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
             aggregate_id: event.aggregate_id.clone(),
             sequence: event.sequence,
             event_type: event.event_type.clone(),
-            recorded_at: rfc3339(event.recorded_at),
+            recorded_at: event.recorded_at,
             actor: event.actor(),
             data: event
                 .payload
@@ -104,9 +104,4 @@ pub async fn checkpoint(pool: &PgPool) -> Result<Cursor, sqlx::Error> {
 
 fn to_bytes<T: serde::Serialize>(value: &T) -> bus::Bytes {
     serde_json::to_vec(value).unwrap_or_default().into()
-}
-
-fn rfc3339(at: time::OffsetDateTime) -> String {
-    at.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }

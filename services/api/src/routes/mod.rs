@@ -1,20 +1,15 @@
 pub mod admin;
+pub mod events;
 pub mod health;
 pub mod providers;
 pub mod vms;
 
 /// Who did it and in which request: the admin (the only identity for now), and the
-/// caller's `X-Request-ID` or a new id.
-pub(crate) fn metadata(headers: &axum::http::HeaderMap) -> store::Metadata {
-    let correlation_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+/// request's id (the caller's `X-Request-ID` or a new one).
+pub(crate) fn metadata(request_id: &crate::RequestId) -> store::Metadata {
     store::Metadata {
         actor: "admin".to_owned(),
-        correlation_id,
+        correlation_id: request_id.as_str().to_owned(),
     }
 }
 

@@ -8,19 +8,16 @@ mod templates;
 pub use providers::*;
 pub use templates::*;
 
-use crate::routes::metadata;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
-use domain::catalog::{CatalogCommand, CatalogError};
-use serde::{Deserialize, Serialize};
-use store::catalog::CatalogCommandError;
-use time::OffsetDateTime;
-use utoipa::{IntoParams, ToSchema};
+use domain::catalog::CatalogCommand;
+use serde::Deserialize;
+use utoipa::ToSchema;
 
-use crate::{ApiError, AppState};
+use crate::routes::events::{EventOut, Page};
+use crate::routes::metadata;
+use crate::{ApiError, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -36,68 +33,17 @@ pub struct OrderIn {
     pub ids: Vec<String>,
 }
 
-/// One event of the catalog's audit history.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CatalogEventOut {
-    /// 1, 2, 3, ... without gaps.
-    pub sequence: u64,
-    /// The event name, e.g. `SeedImported`, `ProviderCreated`, `TemplateUpdated`,
-    /// `TemplateEnabledChanged`, `ProvidersReordered`.
-    #[serde(rename = "type")]
-    pub event_type: String,
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub recorded_at: OffsetDateTime,
-    /// Who made the change: `admin` for API calls.
-    pub actor: Option<String>,
-    /// The event's fields; updates hold only the fields that changed.
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-pub struct CatalogEventsQuery {
-    /// Only events with a higher sequence.
-    pub after: Option<u64>,
-    /// At most this many (default and maximum 10000).
-    pub limit: Option<i64>,
-}
-
 /// The catalog's audit history in order: every change to providers and templates.
 #[utoipa::path(get, path = "/api/v1/admin/catalog/events", tag = "admin",
     security(("bearer" = [])),
-    params(CatalogEventsQuery),
-    responses((status = 200, body = [CatalogEventOut]), (status = 401, body = crate::error::ErrorBody)))]
+    params(Page),
+    responses((status = 200, body = [EventOut]), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn list_catalog_events(
     State(state): State<AppState>,
-    Query(query): Query<CatalogEventsQuery>,
-) -> Result<Json<Vec<CatalogEventOut>>, ApiError> {
-    let limit = query.limit.unwrap_or(10_000).clamp(1, 10_000);
-    let events =
-        store::catalog::catalog_events(&state.pool, query.after.unwrap_or(0), limit).await?;
-    Ok(Json(
-        events
-            .into_iter()
-            .map(|e| CatalogEventOut {
-                sequence: e.sequence,
-                event_type: e.event_type,
-                recorded_at: e.recorded_at,
-                actor: e.actor,
-                data: e.data,
-            })
-            .collect(),
-    ))
-}
-
-/// The body, or a 422 naming what is wrong with it (a 400 if it is not JSON at all).
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(b)| b).map_err(|e| match e {
-        JsonRejection::JsonDataError(e) => ApiError::Invalid {
-            field: "body".into(),
-            reason: e.body_text(),
-        },
-        other => ApiError::BadRequest(other.body_text()),
-    })
+    Query(page): Query<Page>,
+) -> Result<Json<Vec<EventOut>>, ApiError> {
+    let events = store::catalog::catalog_events(&state.pool, page.after(), page.limit()).await?;
+    Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 
 fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
@@ -107,38 +53,20 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin, then waits until the tables show them.
+/// Executes `commands` in order as the admin. A refusal is answered as `error.rs` says:
+/// unknown ids 404, duplicates 409, invalid fields 422.
 async fn execute(
     state: &AppState,
-    headers: &HeaderMap,
+    request_id: &RequestId,
     commands: Vec<CatalogCommand>,
-) -> Result<(), CatalogCommandError> {
-    let seed = store::catalog::seed(&state.pool)
-        .await
-        .map_err(|e| CatalogCommandError::Store(e.to_string()))?;
+) -> Result<(), ApiError> {
+    let seed = store::catalog::seed(&state.pool).await?;
     let cqrs = store::catalog::cqrs(state.pool.clone(), seed);
-    let metadata = metadata(headers);
+    let metadata = metadata(request_id);
     for command in commands {
         store::catalog::execute(&cqrs, command, &metadata).await?;
     }
     Ok(())
-}
-
-/// How a refused command is answered: unknown ids 404, duplicates 409, invalid fields 422.
-fn refused(e: CatalogCommandError) -> ApiError {
-    match e {
-        CatalogCommandError::Rejected(e) => match e {
-            CatalogError::UnknownProvider(_) | CatalogError::UnknownTemplate(..) => {
-                ApiError::NotFound(e.to_string())
-            }
-            CatalogError::DuplicateProvider(_) | CatalogError::DuplicateTemplate(..) => {
-                ApiError::Conflict(e.to_string())
-            }
-            CatalogError::Invalid(e) => e.into(),
-        },
-        CatalogCommandError::Conflict => ApiError::Conflict(e.to_string()),
-        CatalogCommandError::Store(_) => ApiError::internal(e),
-    }
 }
 
 /// Waits until the tables show every catalog event so far, so the answer to a command (and

@@ -1,8 +1,7 @@
 //! `/api/v1/admin/providers`: every provider, disabled ones included, and changing them.
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
 use domain::catalog::{CatalogCommand, ProviderSpec};
@@ -10,8 +9,8 @@ use domain::provisioning::ProviderId;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{body, execute, invalid, read_your_writes, refused, OrderIn};
-use crate::{ApiError, AppState};
+use super::{execute, invalid, read_your_writes, OrderIn};
+use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -91,10 +90,9 @@ pub async fn list_all_providers(
     ))]
 pub async fn create_provider(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    input: Result<Json<CreateProviderIn>, JsonRejection>,
+    request_id: RequestId,
+    AppJson(input): AppJson<CreateProviderIn>,
 ) -> Result<(StatusCode, Json<AdminProviderOut>), ApiError> {
-    let input = body(input)?;
     let id = ProviderId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
     let sort_order = match input.sort_order {
         Some(s) => s,
@@ -106,9 +104,12 @@ pub async fn create_provider(
         enabled: input.enabled.unwrap_or(true),
         sort_order,
     };
-    execute(&state, &headers, vec![CatalogCommand::CreateProvider(spec)])
-        .await
-        .map_err(refused)?;
+    execute(
+        &state,
+        &request_id,
+        vec![CatalogCommand::CreateProvider(spec)],
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(provider_out(&state, &id).await?)))
 }
 
@@ -122,14 +123,14 @@ pub async fn create_provider(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn update_provider(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    request_id: RequestId,
     Path(provider): Path<String>,
-    input: Result<Json<UpdateProviderIn>, JsonRejection>,
+    AppJson(input): AppJson<UpdateProviderIn>,
 ) -> Result<Json<AdminProviderOut>, ApiError> {
     let id = path_id(&provider)?;
-    let input = body(input)?;
     let mut commands = vec![];
     if input.name.is_some() || input.sort_order.is_some() {
         commands.push(CatalogCommand::UpdateProvider {
@@ -144,7 +145,7 @@ pub async fn update_provider(
             enabled,
         });
     }
-    execute(&state, &headers, commands).await.map_err(refused)?;
+    execute(&state, &request_id, commands).await?;
     Ok(Json(provider_out(&state, &id).await?))
 }
 
@@ -159,10 +160,9 @@ pub async fn update_provider(
     ))]
 pub async fn reorder_providers(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    input: Result<Json<OrderIn>, JsonRejection>,
+    request_id: RequestId,
+    AppJson(input): AppJson<OrderIn>,
 ) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
-    let input = body(input)?;
     let ids = input
         .ids
         .iter()
@@ -170,11 +170,10 @@ pub async fn reorder_providers(
         .collect::<Result<_, _>>()?;
     execute(
         &state,
-        &headers,
+        &request_id,
         vec![CatalogCommand::ReorderProviders { ids }],
     )
-    .await
-    .map_err(refused)?;
+    .await?;
     read_your_writes(&state).await?;
     list_all_providers(State(state)).await
 }
@@ -197,7 +196,7 @@ async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
 /// The provider as the tables show it once they caught up with the command.
 async fn provider_out(state: &AppState, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
     read_your_writes(state).await?;
-    store::catalog::provider_record(&state.pool, id.as_str())
+    crate::catalog::provider(&state.pool, id)
         .await?
         .map(AdminProviderOut::from)
         .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))

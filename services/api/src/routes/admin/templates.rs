@@ -1,18 +1,16 @@
 //! `/api/v1/admin/templates`: every template, disabled ones included, and changing them.
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
-use domain::catalog::{present, CatalogCommand, CatalogError, TemplateChanges, TemplateSpec};
+use domain::catalog::{present, CatalogCommand, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
 use serde::{Deserialize, Serialize};
-use store::catalog::CatalogCommandError;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{body, execute, invalid, read_your_writes, refused, OrderIn};
-use crate::{ApiError, AppState};
+use super::{execute, invalid, read_your_writes, OrderIn};
+use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -159,10 +157,9 @@ pub async fn list_all_templates(
     ))]
 pub async fn create_template(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    input: Result<Json<CreateTemplateIn>, JsonRejection>,
+    request_id: RequestId,
+    AppJson(input): AppJson<CreateTemplateIn>,
 ) -> Result<(StatusCode, Json<AdminTemplateOut>), ApiError> {
-    let input = body(input)?;
     let provider = ProviderId::parse(&input.provider)?;
     let id = TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
     // A new template of a provider the registry cannot run starts disabled.
@@ -195,15 +192,21 @@ pub async fn create_template(
         enabled,
         sort_order,
     };
-    execute(&state, &headers, vec![CatalogCommand::CreateTemplate(spec)])
-        .await
-        .map_err(|e| match e {
-            // The provider is a field of the body here, not the resource of the path.
-            CatalogCommandError::Rejected(CatalogError::UnknownProvider(p)) => {
-                invalid("provider", format!("{:?} does not exist", p.as_str()))
-            }
-            other => refused(other),
-        })?;
+    execute(
+        &state,
+        &request_id,
+        vec![CatalogCommand::CreateTemplate(spec)],
+    )
+    .await
+    .map_err(|e| match e {
+        // The provider is a field of the body here, not the resource of the path; it is
+        // all that a new template can fail to find.
+        ApiError::NotFound(_) => invalid(
+            "provider",
+            format!("{:?} does not exist", provider.as_str()),
+        ),
+        other => other,
+    })?;
     let out = template_out(&state, &provider, &id).await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
@@ -219,16 +222,16 @@ pub async fn create_template(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider, template = %template))]
 pub async fn update_template(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    request_id: RequestId,
     Path((provider, template)): Path<(String, String)>,
-    input: Result<Json<UpdateTemplateIn>, JsonRejection>,
+    AppJson(input): AppJson<UpdateTemplateIn>,
 ) -> Result<Json<AdminTemplateOut>, ApiError> {
     let not_found = || ApiError::NotFound(format!("no template {template:?} of {provider:?}"));
     let provider_id = ProviderId::parse(&provider).map_err(|_| not_found())?;
     let id = TemplateId::parse(&template).map_err(|_| not_found())?;
-    let input = body(input)?;
     if input.enabled == Some(true) {
         runnable(&state, &provider_id)?;
     }
@@ -260,7 +263,7 @@ pub async fn update_template(
             enabled,
         });
     }
-    execute(&state, &headers, commands).await.map_err(refused)?;
+    execute(&state, &request_id, commands).await?;
     Ok(Json(template_out(&state, &provider_id, &id).await?))
 }
 
@@ -275,15 +278,15 @@ pub async fn update_template(
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "`ids` is not a permutation of the provider's templates", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn reorder_templates(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    request_id: RequestId,
     Path(provider): Path<String>,
-    input: Result<Json<OrderIn>, JsonRejection>,
+    AppJson(input): AppJson<OrderIn>,
 ) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
     let provider_id = ProviderId::parse(&provider)
         .map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))?;
-    let input = body(input)?;
     let ids = input
         .ids
         .iter()
@@ -293,9 +296,7 @@ pub async fn reorder_templates(
         provider: provider_id,
         ids,
     };
-    execute(&state, &headers, vec![command])
-        .await
-        .map_err(refused)?;
+    execute(&state, &request_id, vec![command]).await?;
     read_your_writes(&state).await?;
     let query = TemplatesQuery {
         provider: Some(provider),
@@ -310,7 +311,7 @@ async fn template_out(
     id: &TemplateId,
 ) -> Result<AdminTemplateOut, ApiError> {
     read_your_writes(state).await?;
-    store::catalog::template_record(&state.pool, provider.as_str(), id.as_str())
+    crate::catalog::template(&state.pool, provider, id)
         .await?
         .map(AdminTemplateOut::from)
         .ok_or_else(|| {

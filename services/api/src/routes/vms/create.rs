@@ -1,18 +1,18 @@
-use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use domain::provisioning::{
-    Cidr, DurationHours, ProviderId, ProvisioningCommand, ProvisioningError, SshPublicKey,
-    TemplateId, VmId, VmName, VmSpec,
+    Cidr, DurationHours, ProviderId, ProvisioningCommand, SshPublicKey, TemplateId, VmId, VmName,
+    VmSpec,
 };
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{read_your_writes, VmOut};
+use crate::error::vm_command_failed;
 use crate::routes::metadata;
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppJson, AppState, RequestId};
 
 /// A request for a VM.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -46,21 +46,16 @@ pub struct CreateVmIn {
         (status = 409, description = "A VM with this id exists", body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(vm_id))]
 pub async fn create_vm(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Json<CreateVmIn>, JsonRejection>,
+    request_id: RequestId,
+    AppJson(input): AppJson<CreateVmIn>,
 ) -> Result<(StatusCode, Json<VmOut>), ApiError> {
-    let Json(input) = body.map_err(|e| match e {
-        JsonRejection::JsonDataError(e) => ApiError::Invalid {
-            field: "body".into(),
-            reason: e.body_text(),
-        },
-        other => ApiError::BadRequest(other.body_text()),
-    })?;
     let spec = validate(&state, &input).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
-    let metadata = metadata(&headers);
+    tracing::Span::current().record("vm_id", tracing::field::display(vm));
+    let metadata = metadata(&request_id);
     store::execute(
         &state.cqrs,
         vm,
@@ -68,12 +63,7 @@ pub async fn create_vm(
         metadata.clone(),
     )
     .await
-    .map_err(|e| match e {
-        store::CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
-            ApiError::Conflict(format!("a VM with id {vm} exists already"))
-        }
-        other => ApiError::internal(other),
-    })?;
+    .map_err(|e| vm_command_failed(vm, e))?;
     let view = read_your_writes(&state, vm, &metadata).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
@@ -86,7 +76,7 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
     };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
-    if store::catalog::provider(&state.pool, provider.as_str())
+    if crate::catalog::provider(&state.pool, &provider)
         .await?
         .is_none()
     {
@@ -95,14 +85,14 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
             format!("{:?} does not exist", input.provider),
         ));
     }
-    if !crate::routes::providers::available(state, provider.as_str()).await? {
+    if !crate::routes::providers::available(state, &provider).await? {
         return Err(invalid(
             "provider",
             format!("{:?} is disabled or lacks credentials", input.provider),
         ));
     }
     let template = TemplateId::parse(&input.template)?;
-    let row = store::catalog::template(&state.pool, provider.as_str(), template.as_str())
+    let row = crate::catalog::template(&state.pool, &provider, &template)
         .await?
         .filter(|t| t.enabled)
         .ok_or_else(|| {

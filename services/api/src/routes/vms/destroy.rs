@@ -1,11 +1,12 @@
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
-use domain::provisioning::{ProvisioningCommand, ProvisioningError};
+use domain::provisioning::ProvisioningCommand;
 
 use super::{parse_id, read_your_writes, VmOut};
+use crate::error::vm_command_failed;
 use crate::routes::metadata;
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, RequestId};
 
 /// Destroys a VM. If a job of the VM is running, the destroy job runs after it.
 #[utoipa::path(delete, path = "/api/v1/vms/{id}", tag = "vms",
@@ -16,13 +17,14 @@ use crate::{ApiError, AppState};
         (status = 404, body = crate::error::ErrorBody),
         (status = 409, description = "Already being destroyed, or destroyed", body = crate::error::ErrorBody),
     ))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn destroy_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    request_id: RequestId,
 ) -> Result<(StatusCode, Json<VmOut>), ApiError> {
     let vm = parse_id(&id)?;
-    let metadata = metadata(&headers);
+    let metadata = metadata(&request_id);
     store::execute(
         &state.cqrs,
         vm,
@@ -30,13 +32,7 @@ pub async fn destroy_vm(
         metadata.clone(),
     )
     .await
-    .map_err(|e| match e {
-        store::CommandError::Rejected(ProvisioningError::NotFound) => {
-            ApiError::NotFound(format!("no VM {vm}"))
-        }
-        store::CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
-        other => ApiError::internal(other),
-    })?;
+    .map_err(|e| vm_command_failed(vm, e))?;
     let view = read_your_writes(&state, vm, &metadata).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }

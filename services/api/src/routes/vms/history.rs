@@ -5,63 +5,25 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
 use super::parse_id;
+use crate::routes::events::{limit, EventOut, Page};
 use crate::{ApiError, AppState};
-
-/// One event of a VM's audit history.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct EventOut {
-    /// 1, 2, 3, ... within the VM, without gaps.
-    pub sequence: u64,
-    /// The event name, e.g. `Requested`, `JobStarted`, `LogLine`, `Applied`.
-    #[serde(rename = "type")]
-    pub event_type: String,
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub recorded_at: OffsetDateTime,
-    /// Who caused it: `admin` for API calls, `runner` for what a runner reported.
-    pub actor: Option<String>,
-    /// The event's fields.
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-}
-
-impl From<store::AuditEvent> for EventOut {
-    fn from(e: store::AuditEvent) -> Self {
-        Self {
-            sequence: e.sequence,
-            event_type: e.event_type,
-            recorded_at: e.recorded_at,
-            actor: e.actor,
-            data: e.data,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct EventsQuery {
-    /// Only events with a higher sequence.
-    pub after: Option<u64>,
-    /// At most this many (default and maximum 10000).
-    pub limit: Option<i64>,
-}
 
 /// The VM's audit history in order, Terraform's lines included.
 #[utoipa::path(get, path = "/api/v1/vms/{id}/events", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id"), EventsQuery),
+    params(("id" = String, Path, description = "VM id"), Page),
     responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn list_vm_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    Query(page): Query<Page>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
     let vm = parse_id(&id)?;
     if store::last_sequence(&state.pool, vm).await? == 0 {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
-    let limit = query.limit.unwrap_or(10_000).clamp(1, 10_000);
-    let events = store::vm_events(&state.pool, vm, query.after.unwrap_or(0), limit).await?;
+    let events = store::vm_events(&state.pool, vm, page.after(), page.limit()).await?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 
@@ -99,6 +61,7 @@ pub struct LogsQuery {
     security(("bearer" = [])),
     params(("id" = String, Path, description = "VM id"), LogsQuery),
     responses((status = 200, body = [LogOut]), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn list_vm_logs(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -109,8 +72,7 @@ pub async fn list_vm_logs(
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
     let after = (query.after_job.unwrap_or(0), query.after_line.unwrap_or(0));
-    let limit = query.limit.unwrap_or(10_000).clamp(1, 10_000);
-    let rows = store::views::logs(&state.pool, vm, after, limit).await?;
+    let rows = store::views::logs(&state.pool, vm, after, limit(query.limit)).await?;
     Ok(Json(
         rows.into_iter()
             .map(|r| LogOut {

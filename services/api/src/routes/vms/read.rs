@@ -18,6 +18,7 @@ pub async fn list_vms(State(state): State<AppState>) -> Result<Json<Vec<VmOut>>,
     security(("bearer" = [])),
     params(("id" = String, Path, description = "VM id")),
     responses((status = 200, body = VmOut), (status = 404, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn get_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,

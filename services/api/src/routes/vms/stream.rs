@@ -5,7 +5,6 @@
 //! the live sequence (a missed message) is filled from Postgres, so nothing is lost and
 //! nothing is sent twice.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -16,7 +15,8 @@ use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::{parse_id, EventOut};
+use super::parse_id;
+use crate::routes::events::EventOut;
 use crate::{ApiError, AppState};
 
 /// The VM's events as they are committed: `id` is the sequence, `event` the type, `data`
@@ -29,11 +29,12 @@ use crate::{ApiError, AppState};
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence"),
     ),
     responses((status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream")))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn stream_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Sse<impl Stream<Item = Result<Event, axum::Error>>>, ApiError> {
     let vm = parse_id(&id)?;
     let after = headers
         .get("last-event-id")
@@ -47,13 +48,17 @@ pub async fn stream_vm(
         .await
         .map_err(ApiError::internal)?;
     let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(forward(state, vm, after, live, tx));
+    tokio::spawn(async move {
+        if let Err(Stopped::Store(error)) = forward(state, vm, after, live, tx).await {
+            tracing::warn!(%error, vm_id = %vm, "could not read the backlog; the stream ends");
+        }
+    });
+    // A serialization error (there is none for plain data) would end the stream.
     let events = ReceiverStream::new(rx).map(|e: EventOut| {
-        Ok(Event::default()
+        Event::default()
             .id(e.sequence.to_string())
             .event(e.event_type.clone())
             .json_data(&e)
-            .unwrap_or_default())
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
@@ -61,66 +66,59 @@ pub async fn stream_vm(
 /// How long a quiet stream waits before it checks the store for events it missed.
 const IDLE_CATCH_UP: Duration = Duration::from_secs(10);
 
+/// Why a stream stopped early.
+enum Stopped {
+    /// The client went away.
+    ClientGone,
+    Store(store::sqlx::Error),
+}
+
+/// Sends the backlog after `sent`, then the live events; returns `Ok` when the subscription
+/// ends.
 async fn forward(
     state: AppState,
     vm: VmId,
     mut sent: u64,
     mut live: bus::async_nats::Subscriber,
     tx: mpsc::Sender<EventOut>,
-) {
-    if catch_up(&state, vm, &mut sent, &tx).await.is_err() {
-        return;
-    }
+) -> Result<(), Stopped> {
+    catch_up(&state, vm, &mut sent, &tx).await?;
     loop {
         let message = tokio::select! {
             // The client went away: drop the subscription now, not at the next event.
-            _ = tx.closed() => return,
+            _ = tx.closed() => return Err(Stopped::ClientGone),
             message = tokio::time::timeout(IDLE_CATCH_UP, live.next()) => message,
         };
         let message = match message {
             Ok(Some(message)) => message,
-            Ok(None) => return,
+            Ok(None) => return Ok(()),
             Err(_) => {
                 // Quiet for a while: read the store, in case the last live messages were
                 // dropped (core NATS delivers at most once to a slow subscriber).
-                if catch_up(&state, vm, &mut sent, &tx).await.is_err() {
-                    return;
-                }
+                catch_up(&state, vm, &mut sent, &tx).await?;
                 continue;
             }
         };
-        let Ok(envelope) = serde_json::from_slice::<bus::EventEnvelope>(&message.payload) else {
-            continue;
+        let envelope = match serde_json::from_slice::<bus::EventEnvelope>(&message.payload) {
+            Ok(envelope) => envelope,
+            Err(error) => {
+                // Skipped; the gap it leaves is filled from the store.
+                tracing::warn!(%error, vm_id = %vm, "an event message that is not an envelope");
+                continue;
+            }
         };
         if envelope.sequence <= sent {
             continue; // already sent from the backlog
         }
         if envelope.sequence > sent + 1 {
             // a gap: read what is missing from the store
-            if catch_up(&state, vm, &mut sent, &tx).await.is_err() {
-                return;
-            }
+            catch_up(&state, vm, &mut sent, &tx).await?;
             if envelope.sequence <= sent {
                 continue;
             }
         }
-        let Ok(recorded_at) = time::OffsetDateTime::parse(
-            &envelope.recorded_at,
-            &time::format_description::well_known::Rfc3339,
-        ) else {
-            continue;
-        };
-        let event = EventOut {
-            sequence: envelope.sequence,
-            event_type: envelope.event_type,
-            recorded_at,
-            actor: envelope.actor,
-            data: envelope.data,
-        };
-        sent = event.sequence;
-        if tx.send(event).await.is_err() {
-            return; // the client went away
-        }
+        sent = envelope.sequence;
+        send(&tx, envelope.into()).await?;
     }
 }
 
@@ -130,18 +128,22 @@ async fn catch_up(
     vm: VmId,
     sent: &mut u64,
     tx: &mpsc::Sender<EventOut>,
-) -> Result<(), ()> {
+) -> Result<(), Stopped> {
     loop {
         let events = store::vm_events(&state.pool, vm, *sent, 1000)
             .await
-            .map_err(|e| tracing::warn!(error = %e, "could not read the backlog"))?;
+            .map_err(Stopped::Store)?;
         let n = events.len();
         for event in events {
             *sent = event.sequence;
-            tx.send(event.into()).await.map_err(|_| ())?;
+            send(tx, event.into()).await?;
         }
         if n < 1000 {
             return Ok(());
         }
     }
+}
+
+async fn send(tx: &mpsc::Sender<EventOut>, event: EventOut) -> Result<(), Stopped> {
+    tx.send(event).await.map_err(|_| Stopped::ClientGone)
 }

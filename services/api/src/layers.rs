@@ -1,0 +1,193 @@
+//! What every request passes through, outermost first: it gets its id, then a span (method,
+//! matched route, request id; status and latency when answered), then the log of a 500's
+//! cause, then the timeout.
+
+use std::time::Duration;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request};
+use axum::response::Response;
+use axum::{BoxError, Router};
+use tower::ServiceBuilder;
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+use crate::error::log_internal;
+use crate::extract::{assign_request_id, RequestId};
+use crate::ApiError;
+
+/// How long a handler may take to answer. The slowest waits up to 5 s for a read model.
+/// It bounds the time to the response's head only: an SSE stream, once answered, runs on.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Wraps every route (and the fallback) of `router`; add it after them.
+pub(crate) fn around<S>(router: Router<S>, timeout: Duration) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    router.layer(
+        ServiceBuilder::new()
+            .layer(axum::middleware::from_fn(assign_request_id))
+            .layer(
+                TraceLayer::new_for_http()
+                    .make_span_with(span)
+                    .on_response(answered)
+                    // A 500's cause is logged by `log_internal`; once is enough.
+                    .on_failure(()),
+            )
+            .layer(axum::middleware::from_fn(log_internal))
+            .layer(HandleErrorLayer::new(move |e| timed_out(e, timeout)))
+            .timeout(timeout),
+    )
+}
+
+fn span(request: &Request) -> Span {
+    // The route, not the path: `/api/v1/vms/{id}`, so the field stays low in cardinality.
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map(RequestId::as_str);
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route,
+        request_id,
+        status = tracing::field::Empty,
+    )
+}
+
+fn answered(response: &Response, latency: Duration, span: &Span) {
+    let status = response.status().as_u16();
+    span.record("status", status);
+    tracing::info!(status, ?latency, "answered");
+}
+
+async fn timed_out(error: BoxError, timeout: Duration) -> ApiError {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::Unavailable(format!(
+            "no answer within {timeout:?}; a change may have been recorded, check with a GET"
+        ))
+    } else {
+        ApiError::internal(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use axum::routing::get;
+    use futures::StreamExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_millis(100);
+
+    fn app() -> Router {
+        let router = Router::new()
+            .route(
+                "/slow",
+                get(|| async { tokio::time::sleep(TIMEOUT * 3).await }),
+            )
+            .route(
+                "/broken",
+                get(|| async {
+                    let cause = std::io::Error::other("disk on fire");
+                    Err::<(), _>(ApiError::internal(Outer(cause)))
+                }),
+            )
+            .route(
+                "/stream",
+                get(|| async {
+                    // Answers at once, then sends for longer than the timeout, like SSE.
+                    let chunks = futures::stream::iter(0..3).then(|i| async move {
+                        tokio::time::sleep(TIMEOUT).await;
+                        Ok::<_, std::convert::Infallible>(format!("{i}\n"))
+                    });
+                    Body::from_stream(chunks)
+                }),
+            );
+        around(router, TIMEOUT)
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not read")]
+    struct Outer(#[source] std::io::Error);
+
+    pub(super) async fn call(path: &str) -> (StatusCode, String) {
+        let request = Request::get(path)
+            .header("x-request-id", "req-42")
+            .body(Body::empty())
+            .unwrap();
+        let response = app().oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_slow_handler_is_answered_503_with_the_error_body() {
+        let (status, body) = call("/slow").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.contains(r#""code":"unavailable""#), "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_runs_on_past_the_timeout() {
+        let (status, body) = call("/stream").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "0\n1\n2\n");
+    }
+}
+
+#[cfg(test)]
+mod logging_tests {
+    use super::tests::call;
+
+    /// Log lines written by the code under test, as text.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_500_is_opaque_and_its_cause_chain_is_logged_once_with_the_request_id() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let (status, body) = call("/broken").await;
+
+        assert_eq!(status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body, r#"{"code":"internal","detail":"internal error"}"#);
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let failures: Vec<_> = log.lines().filter(|l| l.contains("disk on fire")).collect();
+        assert_eq!(failures.len(), 1, "{log}");
+        assert!(
+            failures[0].contains("could not read: disk on fire"),
+            "{log}"
+        );
+        assert!(failures[0].contains("req-42"), "{log}");
+        assert!(failures[0].contains("/broken"), "{log}");
+    }
+}
