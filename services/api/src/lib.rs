@@ -17,7 +17,6 @@ pub use openapi::ApiDoc;
 #[derive(Clone)]
 pub struct AppState {
     pub pool: store::PgPool,
-    pub cqrs: Arc<store::ProvisioningCqrs>,
     pub bus: bus::Bus,
     pub admin_token: Arc<SecretString>,
     pub registry: Arc<registry::Registry>,

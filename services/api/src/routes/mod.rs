@@ -12,10 +12,7 @@ pub(crate) fn metadata(headers: &axum::http::HeaderMap) -> store::Metadata {
         .filter(|v| !v.is_empty() && v.len() <= 128)
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    store::Metadata {
-        actor: "admin".to_owned(),
-        correlation_id,
-    }
+    store::Metadata::new(store::Actor::Admin, correlation_id)
 }
 
 /// Waits until a read model shows events up to `target`, so the answer to a command (and a

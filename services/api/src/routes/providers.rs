@@ -1,6 +1,7 @@
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use domain::provisioning::ProviderId;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -73,14 +74,14 @@ pub async fn list_providers(
 
 /// Whether users may request VMs of the provider: enabled in the catalog and in the
 /// registry, with every credential present.
-pub(crate) async fn available(state: &AppState, provider: &str) -> Result<bool, ApiError> {
+pub(crate) async fn available(state: &AppState, provider: &ProviderId) -> Result<bool, ApiError> {
     let Some(row) = store::catalog::provider(&state.pool, provider).await? else {
         return Ok(false);
     };
     Ok(row.enabled
         && state
             .registry
-            .provider(provider)
+            .provider(provider.as_str())
             .is_some_and(|def| def.enabled && state.credentials.present(def)))
 }
 
@@ -94,16 +95,15 @@ pub async fn list_templates(
     State(state): State<AppState>,
     Path(provider): Path<String>,
 ) -> Result<Json<Vec<TemplateOut>>, ApiError> {
-    if store::catalog::provider(&state.pool, &provider)
-        .await?
-        .is_none()
-    {
-        return Err(ApiError::NotFound(format!("no provider {provider:?}")));
+    let not_found = || ApiError::NotFound(format!("no provider {provider:?}"));
+    let id = ProviderId::parse(&provider).map_err(|_| not_found())?;
+    if store::catalog::provider(&state.pool, &id).await?.is_none() {
+        return Err(not_found());
     }
-    if !available(&state, &provider).await? {
+    if !available(&state, &id).await? {
         return Ok(Json(vec![]));
     }
-    let rows = store::catalog::templates(&state.pool, &provider).await?;
+    let rows = store::catalog::templates(&state.pool, &id).await?;
     Ok(Json(
         rows.into_iter()
             .map(|t| TemplateOut {

@@ -16,7 +16,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use domain::catalog::{CatalogCommand, CatalogError};
 use serde::{Deserialize, Serialize};
-use store::catalog::CatalogCommandError;
+use store::CommandError;
+
+/// What a catalog command can fail with.
+type CatalogCommandError = CommandError<CatalogError>;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
@@ -107,20 +110,13 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin, then waits until the tables show them.
+/// Executes `commands` in order as the admin, all or nothing.
 async fn execute(
     state: &AppState,
     headers: &HeaderMap,
     commands: Vec<CatalogCommand>,
 ) -> Result<(), CatalogCommandError> {
-    let seed = store::catalog::seed(&state.pool)
-        .await
-        .map_err(|e| CatalogCommandError::Store(e.to_string()))?;
-    let cqrs = store::catalog::cqrs(state.pool.clone(), seed);
-    let metadata = metadata(headers);
-    for command in commands {
-        store::catalog::execute(&cqrs, command, &metadata).await?;
-    }
+    store::catalog::execute(&state.pool, commands, &metadata(headers)).await?;
     Ok(())
 }
 

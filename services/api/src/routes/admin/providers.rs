@@ -197,7 +197,7 @@ async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
 /// The provider as the tables show it once they caught up with the command.
 async fn provider_out(state: &AppState, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
     read_your_writes(state).await?;
-    store::catalog::provider_record(&state.pool, id.as_str())
+    store::catalog::provider(&state.pool, id)
         .await?
         .map(AdminProviderOut::from)
         .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))

@@ -8,7 +8,6 @@ use axum::{Json, Router};
 use domain::catalog::{present, CatalogCommand, CatalogError, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
 use serde::{Deserialize, Serialize};
-use store::catalog::CatalogCommandError;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{body, execute, invalid, read_your_writes, refused, OrderIn};
@@ -144,7 +143,12 @@ pub async fn list_all_templates(
     State(state): State<AppState>,
     Query(query): Query<TemplatesQuery>,
 ) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
-    let rows = store::catalog::all_templates(&state.pool, query.provider.as_deref()).await?;
+    let rows = match query.provider.as_deref().map(ProviderId::parse) {
+        // No provider has an id the domain refuses.
+        Some(Err(_)) => vec![],
+        Some(Ok(provider)) => store::catalog::all_templates(&state.pool, Some(&provider)).await?,
+        None => store::catalog::all_templates(&state.pool, None).await?,
+    };
     Ok(Json(rows.into_iter().map(AdminTemplateOut::from).collect()))
 }
 
@@ -174,7 +178,7 @@ pub async fn create_template(
     let sort_order = match input.sort_order {
         Some(s) => s,
         None => {
-            let rows = store::catalog::all_templates(&state.pool, Some(provider.as_str())).await?;
+            let rows = store::catalog::all_templates(&state.pool, Some(&provider)).await?;
             let last = rows.iter().map(|t| t.sort_order).max().unwrap_or(0);
             last.saturating_add(1)
         }
@@ -199,7 +203,7 @@ pub async fn create_template(
         .await
         .map_err(|e| match e {
             // The provider is a field of the body here, not the resource of the path.
-            CatalogCommandError::Rejected(CatalogError::UnknownProvider(p)) => {
+            store::CommandError::Rejected(CatalogError::UnknownProvider(p)) => {
                 invalid("provider", format!("{:?} does not exist", p.as_str()))
             }
             other => refused(other),
@@ -310,7 +314,7 @@ async fn template_out(
     id: &TemplateId,
 ) -> Result<AdminTemplateOut, ApiError> {
     read_your_writes(state).await?;
-    store::catalog::template_record(&state.pool, provider.as_str(), id.as_str())
+    store::catalog::template(&state.pool, provider, id)
         .await?
         .map(AdminTemplateOut::from)
         .ok_or_else(|| {

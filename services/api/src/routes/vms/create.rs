@@ -3,8 +3,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use domain::provisioning::{
-    Cidr, DurationHours, ProviderId, ProvisioningCommand, ProvisioningError, SshPublicKey,
-    TemplateId, VmId, VmName, VmSpec,
+    Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError,
+    SshPublicKey, TemplateId, VmId, VmName, VmSpec,
 };
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -61,11 +61,11 @@ pub async fn create_vm(
     let spec = validate(&state, &input).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
     let metadata = metadata(&headers);
-    store::execute(
-        &state.cqrs,
+    store::execute::<Provisioning>(
+        &state.pool,
         vm,
         ProvisioningCommand::Request { spec },
-        metadata.clone(),
+        &metadata,
     )
     .await
     .map_err(|e| match e {
@@ -86,7 +86,7 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
     };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
-    if store::catalog::provider(&state.pool, provider.as_str())
+    if store::catalog::provider(&state.pool, &provider)
         .await?
         .is_none()
     {
@@ -95,14 +95,14 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
             format!("{:?} does not exist", input.provider),
         ));
     }
-    if !crate::routes::providers::available(state, provider.as_str()).await? {
+    if !crate::routes::providers::available(state, &provider).await? {
         return Err(invalid(
             "provider",
             format!("{:?} is disabled or lacks credentials", input.provider),
         ));
     }
     let template = TemplateId::parse(&input.template)?;
-    let row = store::catalog::template(&state.pool, provider.as_str(), template.as_str())
+    let row = store::catalog::template(&state.pool, &provider, &template)
         .await?
         .filter(|t| t.enabled)
         .ok_or_else(|| {

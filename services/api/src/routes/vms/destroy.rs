@@ -1,7 +1,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use domain::provisioning::{ProvisioningCommand, ProvisioningError};
+use domain::provisioning::{Provisioning, ProvisioningCommand, ProvisioningError};
 
 use super::{parse_id, read_your_writes, VmOut};
 use crate::routes::metadata;
@@ -23,11 +23,11 @@ pub async fn destroy_vm(
 ) -> Result<(StatusCode, Json<VmOut>), ApiError> {
     let vm = parse_id(&id)?;
     let metadata = metadata(&headers);
-    store::execute(
-        &state.cqrs,
+    store::execute::<Provisioning>(
+        &state.pool,
         vm,
         ProvisioningCommand::RequestDestroy,
-        metadata.clone(),
+        &metadata,
     )
     .await
     .map_err(|e| match e {
