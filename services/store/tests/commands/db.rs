@@ -26,10 +26,12 @@ impl TestDb {
         url.set_path(&name);
         let pool = store::connect(url.as_str(), 8).await.unwrap();
         store::migrate(&pool).await.unwrap();
+        // Dropped from the server's own database: the default one may not exist.
+        url.set_path("postgres");
         TestDb {
             pool,
             name,
-            base: url::Url::parse(&base).unwrap(),
+            base: url,
         }
     }
 }
