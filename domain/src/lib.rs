@@ -2,5 +2,10 @@
 //! through and which transitions are legal. This crate does no I/O; services load and store
 //! what it decides.
 
+mod actor;
 pub mod catalog;
+mod decide;
 pub mod provisioning;
+
+pub use actor::Actor;
+pub use decide::Decide;

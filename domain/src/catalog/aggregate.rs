@@ -7,6 +7,7 @@ use super::error::CatalogError;
 use super::events::{CatalogEvent, ProviderSpec, TemplateSpec};
 use super::rules::{permutation, text, validate_template};
 use crate::provisioning::{ProviderId, TemplateId};
+use crate::Decide;
 
 /// The id of the one `Catalog` aggregate.
 pub const CATALOG_ID: &str = "catalog";
@@ -38,24 +39,13 @@ impl Aggregate for Catalog {
     type Error = CatalogError;
     type Services = Seed;
 
-    /// Decides the command on the catalog plus the seed rows it does not know yet; records
-    /// those rows (`SeedImported`) only together with the command's events.
     async fn handle(
         &mut self,
         command: Self::Command,
         seed: &Self::Services,
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
-        let import = self.import(seed);
-        let mut seeded = self.clone();
-        if let Some(event) = &import {
-            seeded.apply(event.clone());
-        }
-        let events = seeded.decide(command)?;
-        if events.is_empty() {
-            return Ok(());
-        }
-        for event in import.into_iter().chain(events) {
+        for event in Decide::decide(self, command, seed)? {
             sink.write(event, self).await;
         }
         Ok(())
@@ -134,8 +124,30 @@ fn position(index: usize) -> i32 {
     i32::try_from(index).map_or(i32::MAX, |i| i.saturating_add(1))
 }
 
+impl Decide for Catalog {
+    /// Decides the command on the catalog plus the seed rows it does not know yet; records
+    /// those rows (`SeedImported`) only together with the command's events.
+    fn decide(
+        &self,
+        command: CatalogCommand,
+        seed: &Seed,
+    ) -> Result<Vec<CatalogEvent>, CatalogError> {
+        let Some(import) = self.import(seed) else {
+            return self.decide_known(command);
+        };
+        let mut seeded = self.clone();
+        seeded.apply(import.clone());
+        let events = seeded.decide_known(command)?;
+        if events.is_empty() {
+            return Ok(events);
+        }
+        Ok(std::iter::once(import).chain(events).collect())
+    }
+}
+
 impl Catalog {
-    fn decide(&self, command: CatalogCommand) -> Result<Vec<CatalogEvent>, CatalogError> {
+    /// Decides the command on the catalog as its events made it.
+    fn decide_known(&self, command: CatalogCommand) -> Result<Vec<CatalogEvent>, CatalogError> {
         use CatalogCommand as C;
         use CatalogEvent as E;
         let events = match command {

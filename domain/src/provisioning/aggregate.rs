@@ -4,13 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use super::commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 use super::error::ProvisioningError;
-use super::events::{JobAction, ProvisioningEvent};
+use super::events::{JobAction, ProvisioningEvent, Severity};
 use super::lifecycle::{ActiveJob, Lifecycle, VmStatus};
 use super::values::{JobId, VmSpec};
+use crate::Decide;
 
 /// One VM: its request and the Terraform jobs run for it. Jobs of one VM never run in
 /// parallel: a new job is queued only when no other is active.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Provisioning {
     spec: Option<VmSpec>,
     lifecycle: Lifecycle,
@@ -29,7 +30,7 @@ impl Aggregate for Provisioning {
         _services: &Self::Services,
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
-        for event in self.decide(command)? {
+        for event in Decide::decide(self, command, &())? {
             sink.write(event, self).await;
         }
         Ok(())
@@ -48,9 +49,22 @@ impl Provisioning {
         self.lifecycle.status
     }
 
+    /// Where the VM is in its life.
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    /// What was requested, once it was.
+    pub fn spec(&self) -> Option<&VmSpec> {
+        self.spec.as_ref()
+    }
+}
+
+impl Decide for Provisioning {
     fn decide(
         &self,
         command: ProvisioningCommand,
+        _services: &(),
     ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         match command {
             ProvisioningCommand::Request { spec } => self.request(spec),
@@ -88,7 +102,9 @@ impl Provisioning {
             ProvisioningCommand::RequestDestroy => self.request_destroy(),
         }
     }
+}
 
+impl Provisioning {
     fn request(&self, spec: VmSpec) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         if self.lifecycle.status != VmStatus::Unknown {
             return Err(ProvisioningError::AlreadyRequested);
@@ -185,7 +201,7 @@ fn finish(job: ActiveJob, outcome: JobOutcome) -> ProvisioningEvent {
         let reason = outcome
             .diagnostics
             .iter()
-            .find(|d| d.severity == "error")
+            .find(|d| d.severity == Severity::Error)
             .map(|d| match d.detail.is_empty() {
                 true => d.summary.clone(),
                 false => format!("{}: {}", d.summary, d.detail),

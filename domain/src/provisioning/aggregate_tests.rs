@@ -5,7 +5,7 @@ use cqrs_es::Aggregate;
 
 use super::*;
 use crate::provisioning::{
-    Cidr, Diagnostic, DurationHours, ProviderId, SshPublicKey, TemplateId, VmName,
+    Cidr, Diagnostic, DurationHours, ProviderId, Severity, SshPublicKey, TemplateId, VmName,
 };
 
 type Given = TestFramework<Provisioning>;
@@ -270,12 +270,12 @@ fn an_apply_without_a_vm_ip_output_fails() {
 #[test]
 fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
     let diagnostic = Diagnostic {
-        severity: "error".into(),
+        severity: Severity::Error,
         summary: "Invalid value for variable".into(),
         detail: "flavor_name must be one of local.small".into(),
     };
     let warning = Diagnostic {
-        severity: "warning".into(),
+        severity: Severity::Warning,
         summary: "Deprecated".into(),
         detail: String::new(),
     };

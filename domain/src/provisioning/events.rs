@@ -24,10 +24,29 @@ impl JobAction {
     }
 }
 
+/// How bad a Terraform diagnostic is. Stored as Terraform writes it: `error` or `warning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    /// The severity of a diagnostic in Terraform's `-json` output: anything but `error`
+    /// does not fail a run, so it is a warning.
+    pub fn from_terraform(severity: &str) -> Severity {
+        match severity {
+            "error" => Severity::Error,
+            _ => Severity::Warning,
+        }
+    }
+}
+
 /// A Terraform diagnostic, as the runner reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
-    pub severity: String,
+    pub severity: Severity,
     pub summary: String,
     #[serde(default)]
     pub detail: String,

@@ -12,7 +12,7 @@ mod views;
 pub use aggregate::Provisioning;
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
-pub use events::{Diagnostic, JobAction, ProvisioningEvent};
+pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshPublicKey, TemplateId, ValueError, VmId, VmName,

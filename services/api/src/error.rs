@@ -9,7 +9,7 @@ use axum::Json;
 use domain::catalog::CatalogError;
 use domain::provisioning::{ProvisioningError, VmId};
 use serde::Serialize;
-use store::catalog::CatalogCommandError;
+use store::CommandError;
 use utoipa::ToSchema;
 
 /// Every error of the API: client mistakes with a stable code, the rest an opaque 500
@@ -82,26 +82,26 @@ impl From<domain::provisioning::ValueError> for ApiError {
 // losing the race with other writers is a 409 the client may retry; a store failure is a 500.
 
 /// A failed command on VM `vm`; refusals name the VM.
-pub(crate) fn vm_command_failed(vm: VmId, e: store::CommandError) -> ApiError {
+pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) -> ApiError {
     match e {
-        store::CommandError::Rejected(ProvisioningError::NotFound) => {
+        CommandError::Rejected(ProvisioningError::NotFound) => {
             ApiError::NotFound(format!("no VM {vm}"))
         }
-        store::CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
+        CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
             ApiError::Conflict(format!("a VM with id {vm} exists already"))
         }
-        store::CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
-        store::CommandError::Conflict => ApiError::Conflict(e.to_string()),
-        store::CommandError::Store(_) => ApiError::internal(e),
+        CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
+        CommandError::Conflict => ApiError::Conflict(e.to_string()),
+        CommandError::Store(_) => ApiError::internal(e),
     }
 }
 
-impl From<CatalogCommandError> for ApiError {
-    fn from(e: CatalogCommandError) -> Self {
+impl From<CommandError<CatalogError>> for ApiError {
+    fn from(e: CommandError<CatalogError>) -> Self {
         match e {
-            CatalogCommandError::Rejected(e) => e.into(),
-            CatalogCommandError::Conflict => ApiError::Conflict(e.to_string()),
-            CatalogCommandError::Store(_) => ApiError::internal(e),
+            CommandError::Rejected(e) => e.into(),
+            CommandError::Conflict => ApiError::Conflict(e.to_string()),
+            CommandError::Store(_) => ApiError::internal(e),
         }
     }
 }

@@ -2,7 +2,6 @@
 //! whole router, so tests can run it in process.
 
 mod auth;
-mod catalog;
 mod error;
 mod extract;
 mod layers;
@@ -22,7 +21,6 @@ pub use openapi::ApiDoc;
 #[derive(Clone)]
 pub struct AppState {
     pub pool: store::PgPool,
-    pub cqrs: Arc<store::ProvisioningCqrs>,
     pub bus: bus::Bus,
     pub admin_token: Arc<SecretString>,
     pub registry: Arc<registry::Registry>,

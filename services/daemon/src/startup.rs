@@ -115,7 +115,6 @@ impl Application {
             (None, 0)
         };
         let state = api::AppState {
-            cqrs: store::cqrs(pool.clone()),
             pool,
             bus,
             admin_token: Arc::new(admin_token),
@@ -196,12 +195,11 @@ impl Application {
         if self.roles.ingester {
             let ingester = Ingester {
                 bus: state.bus.clone(),
-                cqrs: state.cqrs.clone(),
+                pool: state.pool.clone(),
             };
             tasks.spawn(ingester.run(cancel.clone()));
             let watchdog = ingester::Watchdog {
                 pool: state.pool.clone(),
-                cqrs: state.cqrs.clone(),
                 silence: self.job_silence,
             };
             tasks.spawn(watchdog.run(cancel.clone()));

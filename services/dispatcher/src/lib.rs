@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
 use bus::{Bus, JobMessage, Publisher, RunnerMessage, RunnerReport};
-use domain::provisioning::{Diagnostic, JobId, VmId};
+use domain::provisioning::{Diagnostic, JobId, Severity, VmId};
 use futures::StreamExt;
 use secrecy::SecretString;
 use store::PgPool;
@@ -197,7 +197,7 @@ pub async fn report_failure(
             exit_code: -1,
             outputs: Default::default(),
             diagnostics: vec![Diagnostic {
-                severity: "error".into(),
+                severity: Severity::Error,
                 summary: reason,
                 detail: String::new(),
             }],

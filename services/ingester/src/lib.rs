@@ -7,16 +7,15 @@ mod watchdog;
 
 pub use watchdog::Watchdog;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
 use bus::{Bus, RunnerMessage, RunnerReport};
 use domain::provisioning::{
-    JobId, JobOutcome, LogLineIn, ProvisioningCommand, ProvisioningError, VmId,
+    JobId, JobOutcome, LogLineIn, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
 };
 use futures::StreamExt;
-use store::{CommandError, Metadata, ProvisioningCqrs};
+use store::{Actor, CommandError, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
 const BATCH: usize = 500;
@@ -26,7 +25,7 @@ type Reports = Vec<(Message, RunnerReport)>;
 
 pub struct Ingester {
     pub bus: Bus,
-    pub cqrs: Arc<ProvisioningCqrs>,
+    pub pool: PgPool,
 }
 
 impl Ingester {
@@ -144,12 +143,14 @@ impl Ingester {
         Ok(())
     }
 
-    async fn execute(&self, vm: VmId, command: ProvisioningCommand) -> Result<(), CommandError> {
-        let metadata = Metadata {
-            actor: "runner".to_owned(),
-            correlation_id: vm.to_string(),
-        };
-        store::execute(&self.cqrs, vm, command, metadata).await
+    async fn execute(
+        &self,
+        vm: VmId,
+        command: ProvisioningCommand,
+    ) -> Result<(), CommandError<ProvisioningError>> {
+        let metadata = Metadata::new(Actor::Runner, vm.to_string());
+        store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await?;
+        Ok(())
     }
 }
 

@@ -4,17 +4,15 @@
 //! every few seconds while it works, so silence means the runner is gone. Runs once, under
 //! a lease.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use domain::provisioning::{Diagnostic, JobOutcome, ProvisioningCommand};
+use domain::provisioning::{Diagnostic, JobOutcome, Provisioning, ProvisioningCommand, Severity};
 use store::feed::Lease;
-use store::{Metadata, PgPool, ProvisioningCqrs};
+use store::{Actor, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
 pub struct Watchdog {
     pub pool: PgPool,
-    pub cqrs: Arc<ProvisioningCqrs>,
     /// How long a job may stay silent.
     pub silence: Duration,
 }
@@ -66,18 +64,16 @@ impl Watchdog {
                     exit_code: -1,
                     outputs: Default::default(),
                     diagnostics: vec![Diagnostic {
-                        severity: "error".into(),
+                        severity: Severity::Error,
                         summary: reason,
                         detail: String::new(),
                     }],
                     lines: 0,
                 },
             };
-            let metadata = Metadata {
-                actor: "watchdog".into(),
-                correlation_id: format!("{vm}/job/{job}"),
-            };
-            if let Err(e) = store::execute(&self.cqrs, *vm, command, metadata).await {
+            let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
+            if let Err(e) = store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await
+            {
                 // The job moved on meanwhile (its result arrived): nothing to do.
                 tracing::info!(%vm, %job, error = %e, "the silent job was not failed");
             }

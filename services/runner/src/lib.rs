@@ -16,7 +16,7 @@ pub use redact::{Redactor, REDACTED};
 use std::path::Path;
 
 use bus::{Bus, Publisher, RunnerMessage, RunnerReport};
-use domain::provisioning::{Diagnostic, JobAction};
+use domain::provisioning::{Diagnostic, JobAction, Severity};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -49,7 +49,7 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
             Ok(()) => 0,
             Err(e) => {
                 diagnostics.push(Diagnostic {
-                    severity: "error".into(),
+                    severity: Severity::Error,
                     summary: format!(
                         "could not copy {} into {}",
                         source.display(),
@@ -83,7 +83,7 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
         .collect();
     let errors = diagnostics
         .into_iter()
-        .filter(|d| d.severity == "error")
+        .filter(|d| d.severity == Severity::Error)
         .map(|d| Diagnostic {
             severity: d.severity,
             summary: out.redactor.apply(&d.summary),

@@ -1,6 +1,6 @@
 //! Turns what Terraform prints into log lines.
 
-use domain::provisioning::Diagnostic;
+use domain::provisioning::{Diagnostic, Severity};
 
 /// The longest message kept from one line; NATS messages have a size limit.
 const MAX_MESSAGE: usize = 16 * 1024;
@@ -41,7 +41,7 @@ pub fn parse_line(text: &str, from_stderr: bool) -> ParsedLine {
     let diagnostic = json.get("diagnostic").map(|d| {
         let text = |name: &str| d.get(name).and_then(|v| v.as_str()).unwrap_or_default();
         Diagnostic {
-            severity: text("severity").to_owned(),
+            severity: Severity::from_terraform(text("severity")),
             summary: text("summary").to_owned(),
             detail: text("detail").to_owned(),
         }
@@ -100,7 +100,7 @@ mod tests {
         let parsed = parse_line(line, false);
         assert_eq!(parsed.level, "error");
         let d = parsed.diagnostic.unwrap();
-        assert_eq!(d.severity, "error");
+        assert_eq!(d.severity, Severity::Error);
         assert_eq!(d.summary, "Invalid value for variable");
         assert_eq!(d.detail, "The flavor_name must be one of local.small.");
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use domain::provisioning::{Diagnostic, JobAction};
+use domain::provisioning::{Diagnostic, JobAction, Severity};
 use secrecy::ExposeSecret;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -140,7 +140,7 @@ async fn stream(
         Err(e) => {
             let message = format!("could not start terraform: {e}");
             diagnostics.push(Diagnostic {
-                severity: "error".into(),
+                severity: Severity::Error,
                 summary: message.clone(),
                 detail: String::new(),
             });
@@ -188,10 +188,10 @@ async fn stream(
     if let Some(e) = publish_error {
         return Err(e);
     }
-    if code != 0 && !diagnostics.iter().any(|d| d.severity == "error") {
+    if code != 0 && !diagnostics.iter().any(|d| d.severity == Severity::Error) {
         // Plain-text commands (init) print their errors as `Error: summary`.
         diagnostics.extend(plain_errors.into_iter().map(|m| Diagnostic {
-            severity: "error".into(),
+            severity: Severity::Error,
             summary: m.trim_start_matches("Error: ").to_owned(),
             detail: String::new(),
         }));

@@ -1,5 +1,7 @@
 //! The provider and template catalog.
 
+use domain::catalog::{ProviderSpec, TemplateSpec};
+use domain::provisioning::{ProviderId, TemplateId, ValueError};
 use serde::Serialize;
 use sqlx::PgPool;
 
@@ -38,9 +40,10 @@ pub async fn providers(pool: &PgPool) -> Result<Vec<ProviderRow>, sqlx::Error> {
         .await
 }
 
-pub async fn provider(pool: &PgPool, id: &str) -> Result<Option<ProviderRow>, sqlx::Error> {
+/// One provider, disabled or not.
+pub async fn provider(pool: &PgPool, id: &ProviderId) -> Result<Option<ProviderRow>, sqlx::Error> {
     sqlx::query_as("SELECT id, name, enabled, sort_order FROM providers WHERE id = $1")
-        .bind(id)
+        .bind(id.as_str())
         .fetch_optional(pool)
         .await
 }
@@ -49,28 +52,70 @@ const TEMPLATE_COLUMNS: &str = "provider_id, id, name, description, flavor_name,
      cpu, ram_gb, storage_gb, gpu, tags, enabled, username, sort_order";
 
 /// The enabled templates of a provider, in catalog order.
-pub async fn templates(pool: &PgPool, provider: &str) -> Result<Vec<TemplateRow>, sqlx::Error> {
+pub async fn templates(
+    pool: &PgPool,
+    provider: &ProviderId,
+) -> Result<Vec<TemplateRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "SELECT {TEMPLATE_COLUMNS} FROM templates
          WHERE provider_id = $1 AND enabled ORDER BY sort_order, id"
     ))
-    .bind(provider)
+    .bind(provider.as_str())
     .fetch_all(pool)
     .await
 }
 
+/// One template, disabled or not.
 pub async fn template(
     pool: &PgPool,
-    provider: &str,
-    id: &str,
+    provider: &ProviderId,
+    id: &TemplateId,
 ) -> Result<Option<TemplateRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "SELECT {TEMPLATE_COLUMNS} FROM templates WHERE provider_id = $1 AND id = $2"
     ))
-    .bind(provider)
-    .bind(id)
+    .bind(provider.as_str())
+    .bind(id.as_str())
     .fetch_optional(pool)
     .await
+}
+
+/// A row as the domain knows it: the ids parsed. (Row and domain types are kept apart on
+/// purpose: the table may hold what the domain would refuse, such as a seed row's id.)
+impl TryFrom<TemplateRow> for TemplateSpec {
+    type Error = ValueError;
+
+    fn try_from(t: TemplateRow) -> Result<Self, ValueError> {
+        Ok(TemplateSpec {
+            provider: ProviderId::parse(&t.provider_id)?,
+            id: TemplateId::parse(&t.id)?,
+            name: t.name,
+            description: t.description,
+            flavor_name: t.flavor_name,
+            image_name: t.image_name,
+            username: t.username,
+            cpu: t.cpu,
+            ram_gb: t.ram_gb,
+            storage_gb: t.storage_gb,
+            gpu: t.gpu,
+            tags: t.tags,
+            enabled: t.enabled,
+            sort_order: t.sort_order,
+        })
+    }
+}
+
+impl TryFrom<ProviderRow> for ProviderSpec {
+    type Error = ValueError;
+
+    fn try_from(p: ProviderRow) -> Result<Self, ValueError> {
+        Ok(ProviderSpec {
+            id: ProviderId::parse(&p.id)?,
+            name: p.name,
+            enabled: p.enabled,
+            sort_order: p.sort_order,
+        })
+    }
 }
 
 // Administration of the catalog (the `Catalog` aggregate) and its projection into the
@@ -79,7 +124,6 @@ mod admin;
 mod projection;
 
 pub use admin::{
-    all_providers, all_templates, catalog_events, cqrs, execute, last_sequence, projected_sequence,
-    provider_record, seed, template_record, CatalogCommandError, CatalogCqrs,
+    all_providers, all_templates, catalog_events, execute, last_sequence, projected_sequence, seed,
 };
 pub use projection::fold;

@@ -9,6 +9,10 @@ use sqlx::{PgPool, Postgres};
 pub enum StoreError {
     #[error("database error")]
     Database(#[from] sqlx::Error),
+    #[error("an event or snapshot could not be encoded or decoded")]
+    Payload(#[from] serde_json::Error),
+    #[error("a row holds a value the domain refuses")]
+    Row(#[from] domain::provisioning::ValueError),
     #[error("could not apply migrations")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }

@@ -1,91 +1,18 @@
-//! Writing and reading the events of the `Provisioning` aggregate.
+//! Reading the events of the `Provisioning` aggregate: its audit history and what the API and
+//! the dispatcher check against the source of truth.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
-
-use cqrs_es::persist::PersistedEventStore;
-use cqrs_es::{AggregateError, CqrsFramework};
-use domain::provisioning::{JobId, Provisioning, ProvisioningCommand, ProvisioningError, VmId};
-use postgres_es::PostgresEventRepository;
+use cqrs_es::Aggregate;
+use domain::provisioning::{JobId, Provisioning, VmId};
 use serde::Serialize;
 use sqlx::PgPool;
 use time::OffsetDateTime;
 
-pub type ProvisioningCqrs =
-    CqrsFramework<Provisioning, PersistedEventStore<PostgresEventRepository, Provisioning>>;
-
-/// Commands load the latest snapshot plus the events after it, so a VM with thousands of
-/// log lines stays cheap to load.
-const SNAPSHOT_EVERY: usize = 100;
-
-pub fn cqrs(pool: PgPool) -> Arc<ProvisioningCqrs> {
-    let repo = PostgresEventRepository::new(pool);
-    let store = PersistedEventStore::new_snapshot_store(repo, SNAPSHOT_EVERY);
-    Arc::new(CqrsFramework::new(store, vec![], ()))
-}
-
-/// Who did it and in which request: stored with every event of a command.
-#[derive(Debug, Clone)]
-pub struct Metadata {
-    pub actor: String,
-    pub correlation_id: String,
-}
-
-impl Metadata {
-    fn into_map(self) -> HashMap<String, String> {
-        let now = OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
-        HashMap::from([
-            ("actor".to_owned(), self.actor),
-            ("correlation_id".to_owned(), self.correlation_id),
-            ("time".to_owned(), now),
-        ])
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    #[error(transparent)]
-    Rejected(#[from] ProvisioningError),
-    #[error("the VM kept changing while the command was retried")]
-    Conflict,
-    #[error("event store error: {0}")]
-    Store(String),
-}
-
-/// Executes a command, retrying when a concurrent writer committed first.
-#[tracing::instrument(skip_all, fields(vm_id = %vm), err)]
-pub async fn execute(
-    cqrs: &ProvisioningCqrs,
-    vm: VmId,
-    command: ProvisioningCommand,
-    metadata: Metadata,
-) -> Result<(), CommandError> {
-    let id = vm.to_string();
-    let metadata = metadata.into_map();
-    for attempt in 0..5u64 {
-        match cqrs
-            .execute_with_metadata(&id, command.clone(), metadata.clone())
-            .await
-        {
-            Ok(()) => return Ok(()),
-            Err(AggregateError::UserError(e)) => return Err(e.into()),
-            Err(AggregateError::AggregateConflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * (attempt + 1))).await;
-            }
-            Err(e) => return Err(CommandError::Store(e.to_string())),
-        }
-    }
-    Err(CommandError::Conflict)
-}
-
 /// The sequence of the last event of a VM, 0 if it has none.
 pub async fn last_sequence(pool: &PgPool, vm: VmId) -> Result<u64, sqlx::Error> {
     let seq: Option<i64> = sqlx::query_scalar(
-        "SELECT max(sequence) FROM events WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1",
+        "SELECT max(sequence) FROM events WHERE aggregate_type = $1 AND aggregate_id = $2",
     )
+    .bind(Provisioning::TYPE)
     .bind(vm.to_string())
     .fetch_one(pool)
     .await?;
@@ -100,9 +27,10 @@ pub async fn last_sequence_of(
 ) -> Result<u64, sqlx::Error> {
     let seq: Option<i64> = sqlx::query_scalar(
         "SELECT max(sequence) FROM events
-         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
-           AND metadata->>'correlation_id' = $2",
+         WHERE aggregate_type = $1 AND aggregate_id = $2
+           AND metadata->>'correlation_id' = $3",
     )
+    .bind(Provisioning::TYPE)
     .bind(vm.to_string())
     .bind(correlation_id)
     .fetch_one(pool)
@@ -129,7 +57,7 @@ pub async fn vm_events(
     after: u64,
     limit: i64,
 ) -> Result<Vec<AuditEvent>, sqlx::Error> {
-    audit_events(pool, "Provisioning", &vm.to_string(), after, limit).await
+    audit_events(pool, Provisioning::TYPE, &vm.to_string(), after, limit).await
 }
 
 /// The audit history of one aggregate after `after`, in order, at most `limit`.
@@ -140,37 +68,41 @@ pub async fn audit_events(
     after: u64,
     limit: i64,
 ) -> Result<Vec<AuditEvent>, sqlx::Error> {
-    let rows: Vec<(
-        i64,
-        String,
-        OffsetDateTime,
-        Option<String>,
-        serde_json::Value,
-    )> = sqlx::query_as(
-        "SELECT sequence, event_type, recorded_at, metadata->>'actor',
-                coalesce(payload::jsonb->'data', '{}'::jsonb)
+    let rows: Vec<AuditRow> = sqlx::query_as(
+        "SELECT sequence, event_type, recorded_at, metadata->>'actor' AS actor,
+                coalesce(payload::jsonb->'data', '{}'::jsonb) AS data
          FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3
          ORDER BY sequence LIMIT $4",
     )
     .bind(aggregate_type)
     .bind(aggregate_id)
-    .bind(after as i64)
+    .bind(i64::try_from(after).unwrap_or(i64::MAX))
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(sequence, event_type, recorded_at, actor, data)| AuditEvent {
-                sequence: sequence as u64,
-                event_type,
-                recorded_at,
-                actor,
-                data,
-            },
-        )
-        .collect())
+    Ok(rows.into_iter().map(AuditEvent::from).collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct AuditRow {
+    sequence: i64,
+    event_type: String,
+    recorded_at: OffsetDateTime,
+    actor: Option<String>,
+    data: serde_json::Value,
+}
+
+impl From<AuditRow> for AuditEvent {
+    fn from(row: AuditRow) -> Self {
+        AuditEvent {
+            sequence: u64::try_from(row.sequence).unwrap_or(0),
+            event_type: row.event_type,
+            recorded_at: row.recorded_at,
+            actor: row.actor,
+            data: row.data,
+        }
+    }
 }
 
 /// Whether a job is queued and waits for its runner: not started, not ended (failed by
@@ -181,9 +113,10 @@ pub async fn job_waiting(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, sq
         "SELECT bool_or(event_type = 'JobQueued'),
                 bool_or(event_type IN ('JobStarted', 'Applied', 'Failed', 'Destroyed'))
          FROM events
-         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
-           AND (payload::jsonb->'data'->>'job_id')::bigint = $2",
+         WHERE aggregate_type = $1 AND aggregate_id = $2
+           AND (payload::jsonb->'data'->>'job_id')::bigint = $3",
     )
+    .bind(Provisioning::TYPE)
     .bind(vm.to_string())
     .bind(i64::from(job.get()))
     .fetch_one(pool)

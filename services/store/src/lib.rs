@@ -1,16 +1,19 @@
-//! Postgres, the source of truth: the event store (postgres-es with a global commit order),
-//! the feed that follows it, the read models and the catalog.
+//! Postgres, the source of truth: the event store (one command path for every aggregate,
+//! with snapshots and a global commit order), the feed that follows it, the read models and
+//! the catalog.
 
 pub mod catalog;
+mod command;
 mod db;
 mod events;
 pub mod feed;
 pub mod views;
 
-pub use db::{connect, migrate, StoreError};
-pub use events::{
-    cqrs, execute, job_waiting, last_sequence, last_sequence_of, vm_events, AuditEvent,
-    CommandError, Metadata, ProvisioningCqrs,
+pub use command::{
+    execute, execute_all, load, CommandError, Committed, Metadata, Recorded, Stored, RETRY_FOR,
 };
+pub use db::{connect, migrate, StoreError};
+pub use domain::Actor;
+pub use events::{job_waiting, last_sequence, last_sequence_of, vm_events, AuditEvent};
 
 pub use sqlx::{self, PgPool};

@@ -1,6 +1,7 @@
 //! The VM read models: `vm_views` (one row per VM) and `vm_logs` (Terraform lines).
 
-use domain::provisioning::{VmId, VmView};
+use cqrs_es::Aggregate;
+use domain::provisioning::{Provisioning, VmId, VmView};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use time::OffsetDateTime;
@@ -170,10 +171,11 @@ pub async fn view_at(
 ) -> Result<Option<(VmView, OffsetDateTime, OffsetDateTime)>, sqlx::Error> {
     let rows: Vec<(i64, serde_json::Value, OffsetDateTime)> = sqlx::query_as(
         "SELECT sequence, payload::jsonb, recorded_at FROM events
-         WHERE aggregate_type = 'Provisioning' AND aggregate_id = $1
-           AND sequence <= $2 AND event_type <> 'LogLine'
+         WHERE aggregate_type = $1 AND aggregate_id = $2
+           AND sequence <= $3 AND event_type <> 'LogLine'
          ORDER BY sequence",
     )
+    .bind(Provisioning::TYPE)
     .bind(vm.to_string())
     .bind(up_to as i64)
     .fetch_all(pool)

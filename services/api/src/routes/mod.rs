@@ -7,10 +7,7 @@ pub mod vms;
 /// Who did it and in which request: the admin (the only identity for now), and the
 /// request's id (the caller's `X-Request-ID` or a new one).
 pub(crate) fn metadata(request_id: &crate::RequestId) -> store::Metadata {
-    store::Metadata {
-        actor: "admin".to_owned(),
-        correlation_id: request_id.as_str().to_owned(),
-    }
+    store::Metadata::new(store::Actor::Admin, request_id.as_str().to_owned())
 }
 
 /// Waits until a read model shows events up to `target`, so the answer to a command (and a

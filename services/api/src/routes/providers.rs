@@ -77,7 +77,7 @@ pub async fn list_providers(
 /// Whether users may request VMs of the provider: enabled in the catalog and in the
 /// registry, with every credential present.
 pub(crate) async fn available(state: &AppState, provider: &ProviderId) -> Result<bool, ApiError> {
-    let Some(row) = crate::catalog::provider(&state.pool, provider).await? else {
+    let Some(row) = store::catalog::provider(&state.pool, provider).await? else {
         return Ok(false);
     };
     Ok(row.enabled
@@ -99,15 +99,14 @@ pub async fn list_templates(
     Path(provider): Path<String>,
 ) -> Result<Json<Vec<TemplateOut>>, ApiError> {
     let not_found = || ApiError::NotFound(format!("no provider {provider:?}"));
-    // An id that does not parse names no provider.
     let id = ProviderId::parse(&provider).map_err(|_| not_found())?;
-    if crate::catalog::provider(&state.pool, &id).await?.is_none() {
+    if store::catalog::provider(&state.pool, &id).await?.is_none() {
         return Err(not_found());
     }
     if !available(&state, &id).await? {
         return Ok(Json(vec![]));
     }
-    let rows = crate::catalog::templates(&state.pool, &id).await?;
+    let rows = store::catalog::templates(&state.pool, &id).await?;
     Ok(Json(
         rows.into_iter()
             .map(|t| TemplateOut {

@@ -3,7 +3,7 @@ use std::time::Duration;
 use bus::{Publisher, RunnerMessage, RunnerReport};
 use daemon::Roles;
 use domain::provisioning::*;
-use store::Metadata;
+use store::{Actor, Metadata};
 
 use crate::helpers::{spawn_app_with, vm_spec, TestApp};
 
@@ -46,18 +46,14 @@ async fn lines_that_arrive_late_are_recorded_in_order_before_the_result() {
     })
     .await;
     let vm = VmId::new();
-    let meta = Metadata {
-        actor: "test".into(),
-        correlation_id: "late".into(),
-    };
-    let cqrs = store::cqrs(app.pool.clone());
-    store::execute(
-        &cqrs,
+    let meta = Metadata::new(Actor::Admin, "late");
+    store::execute::<Provisioning>(
+        &app.pool,
         vm,
         ProvisioningCommand::Request {
             spec: vm_spec("late-lines"),
         },
-        meta,
+        &meta,
     )
     .await
     .unwrap();

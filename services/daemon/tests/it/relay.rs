@@ -3,30 +3,26 @@ use std::time::Duration;
 
 use daemon::Roles;
 use domain::provisioning::*;
-use store::Metadata;
+use store::{Actor, Metadata};
 use tokio_util::sync::CancellationToken;
 
 use crate::helpers::{spawn_app_with, vm_spec, TestApp};
 
 fn metadata() -> Metadata {
-    Metadata {
-        actor: "test".into(),
-        correlation_id: "relay-test".into(),
-    }
+    Metadata::new(Actor::Admin, "relay-test")
 }
 
 /// Requests `count` VMs from `writers` concurrent tasks; returns the events written.
 async fn write_concurrently(app: &TestApp, writers: usize, count: usize) -> usize {
-    let cqrs = store::cqrs(app.pool.clone());
     let mut tasks = tokio::task::JoinSet::new();
     for w in 0..writers {
-        let cqrs = cqrs.clone();
+        let pool = app.pool.clone();
         tasks.spawn(async move {
             for i in 0..count / writers {
                 let command = ProvisioningCommand::Request {
                     spec: vm_spec(&format!("vm-{}", w * 1000 + i)),
                 };
-                store::execute(&cqrs, VmId::new(), command, metadata())
+                store::execute::<Provisioning>(&pool, VmId::new(), command, &metadata())
                     .await
                     .unwrap();
             }

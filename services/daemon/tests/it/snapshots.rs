@@ -1,6 +1,6 @@
 use daemon::Roles;
 use domain::provisioning::*;
-use store::Metadata;
+use store::{Actor, Metadata};
 
 use crate::helpers::{spawn_app_with, vm_spec};
 
@@ -18,14 +18,10 @@ fn lines(from: u32, to: u32) -> Vec<LogLineIn> {
 #[tokio::test]
 async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
     let app = spawn_app_with(Roles::NONE).await;
-    let cqrs = store::cqrs(app.pool.clone());
     let vm = VmId::new();
-    let meta = || Metadata {
-        actor: "test".into(),
-        correlation_id: "snapshots".into(),
-    };
+    let meta = Metadata::new(Actor::Admin, "snapshots");
     let job = JobId::FIRST;
-    let run = |command| store::execute(&cqrs, vm, command, meta());
+    let run = |command| store::execute::<Provisioning>(&app.pool, vm, command, &meta);
     run(ProvisioningCommand::Request {
         spec: vm_spec("big"),
     })

@@ -53,19 +53,14 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin. A refusal is answered as `error.rs` says:
-/// unknown ids 404, duplicates 409, invalid fields 422.
+/// Executes `commands` in order as the admin, all or nothing. A refusal is answered as
+/// `error.rs` says: unknown ids 404, duplicates 409, invalid fields 422.
 async fn execute(
     state: &AppState,
     request_id: &RequestId,
     commands: Vec<CatalogCommand>,
 ) -> Result<(), ApiError> {
-    let seed = store::catalog::seed(&state.pool).await?;
-    let cqrs = store::catalog::cqrs(state.pool.clone(), seed);
-    let metadata = metadata(request_id);
-    for command in commands {
-        store::catalog::execute(&cqrs, command, &metadata).await?;
-    }
+    store::catalog::execute(&state.pool, commands, &metadata(request_id)).await?;
     Ok(())
 }
 

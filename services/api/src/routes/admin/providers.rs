@@ -196,7 +196,7 @@ async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
 /// The provider as the tables show it once they caught up with the command.
 async fn provider_out(state: &AppState, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
     read_your_writes(state).await?;
-    crate::catalog::provider(&state.pool, id)
+    store::catalog::provider(&state.pool, id)
         .await?
         .map(AdminProviderOut::from)
         .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))

@@ -142,7 +142,12 @@ pub async fn list_all_templates(
     State(state): State<AppState>,
     Query(query): Query<TemplatesQuery>,
 ) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
-    let rows = store::catalog::all_templates(&state.pool, query.provider.as_deref()).await?;
+    let rows = match query.provider.as_deref().map(ProviderId::parse) {
+        // No provider has an id the domain refuses.
+        Some(Err(_)) => vec![],
+        Some(Ok(provider)) => store::catalog::all_templates(&state.pool, Some(&provider)).await?,
+        None => store::catalog::all_templates(&state.pool, None).await?,
+    };
     Ok(Json(rows.into_iter().map(AdminTemplateOut::from).collect()))
 }
 
@@ -171,7 +176,7 @@ pub async fn create_template(
     let sort_order = match input.sort_order {
         Some(s) => s,
         None => {
-            let rows = store::catalog::all_templates(&state.pool, Some(provider.as_str())).await?;
+            let rows = store::catalog::all_templates(&state.pool, Some(&provider)).await?;
             let last = rows.iter().map(|t| t.sort_order).max().unwrap_or(0);
             last.saturating_add(1)
         }
@@ -311,7 +316,7 @@ async fn template_out(
     id: &TemplateId,
 ) -> Result<AdminTemplateOut, ApiError> {
     read_your_writes(state).await?;
-    crate::catalog::template(&state.pool, provider, id)
+    store::catalog::template(&state.pool, provider, id)
         .await?
         .map(AdminTemplateOut::from)
         .ok_or_else(|| {

@@ -2,8 +2,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::provisioning::{
-    Cidr, DurationHours, ProviderId, ProvisioningCommand, SshPublicKey, TemplateId, VmId, VmName,
-    VmSpec,
+    Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, SshPublicKey, TemplateId,
+    VmId, VmName, VmSpec,
 };
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -56,11 +56,11 @@ pub async fn create_vm(
     let vm = input.id.map(VmId::from).unwrap_or_default();
     tracing::Span::current().record("vm_id", tracing::field::display(vm));
     let metadata = metadata(&request_id);
-    store::execute(
-        &state.cqrs,
+    store::execute::<Provisioning>(
+        &state.pool,
         vm,
         ProvisioningCommand::Request { spec },
-        metadata.clone(),
+        &metadata,
     )
     .await
     .map_err(|e| vm_command_failed(vm, e))?;
@@ -76,7 +76,7 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
     };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
-    if crate::catalog::provider(&state.pool, &provider)
+    if store::catalog::provider(&state.pool, &provider)
         .await?
         .is_none()
     {
@@ -92,7 +92,7 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
         ));
     }
     let template = TemplateId::parse(&input.template)?;
-    let row = crate::catalog::template(&state.pool, &provider, &template)
+    let row = store::catalog::template(&state.pool, &provider, &template)
         .await?
         .filter(|t| t.enabled)
         .ok_or_else(|| {

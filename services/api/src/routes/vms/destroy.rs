@@ -1,7 +1,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use domain::provisioning::ProvisioningCommand;
+use domain::provisioning::{Provisioning, ProvisioningCommand};
 
 use super::{parse_id, read_your_writes, VmOut};
 use crate::error::vm_command_failed;
@@ -25,11 +25,11 @@ pub async fn destroy_vm(
 ) -> Result<(StatusCode, Json<VmOut>), ApiError> {
     let vm = parse_id(&id)?;
     let metadata = metadata(&request_id);
-    store::execute(
-        &state.cqrs,
+    store::execute::<Provisioning>(
+        &state.pool,
         vm,
         ProvisioningCommand::RequestDestroy,
-        metadata.clone(),
+        &metadata,
     )
     .await
     .map_err(|e| vm_command_failed(vm, e))?;

@@ -1,0 +1,31 @@
+//! Who issued a command: stored in every event's metadata.
+
+use serde::{Deserialize, Serialize};
+
+/// Who issued a command. Stored as its lowercase name, the strings events have always held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Actor {
+    /// A person through the API (the admin is the only identity for now).
+    Admin,
+    /// A runner reporting a job's progress and outcome, through the ingester.
+    Runner,
+    /// The watchdog, failing a job whose runner went silent or was lost.
+    Watchdog,
+}
+
+impl Actor {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Actor::Admin => "admin",
+            Actor::Runner => "runner",
+            Actor::Watchdog => "watchdog",
+        }
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
