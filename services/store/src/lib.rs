@@ -5,6 +5,7 @@ pub mod catalog;
 mod db;
 mod events;
 pub mod feed;
+pub mod lease;
 pub mod views;
 
 pub use db::{connect, migrate, StoreError};
