@@ -61,8 +61,10 @@ where
         let messages: Vec<Message> = batch
             .into_iter()
             .filter_map(|m| {
-                m.map_err(|e| tracing::warn!(consumer = durable, error = %e, "pull error; going on"))
-                    .ok()
+                m.map_err(
+                    |e| tracing::warn!(consumer = durable, error = %e, "pull error; going on"),
+                )
+                .ok()
             })
             .collect();
         if !messages.is_empty() {

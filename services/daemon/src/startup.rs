@@ -182,7 +182,10 @@ impl Application {
             roles.spawn("relay", relay::run(pool, bus, cancel.clone()));
         }
         if self.roles.projector {
-            roles.spawn("projector", projector::run(state.pool.clone(), cancel.clone()));
+            roles.spawn(
+                "projector",
+                projector::run(state.pool.clone(), cancel.clone()),
+            );
         }
         if self.roles.dispatcher {
             let dispatcher = Dispatcher {

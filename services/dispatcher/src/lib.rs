@@ -52,12 +52,19 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// Consumes jobs until cancelled, one at a time.
     pub async fn run(self, cancel: CancellationToken) {
-        bus::run_consumer(&self.bus, "JOBS", "dispatcher", 1, &cancel, |messages| async {
-            for message in messages {
-                self.dispatch(message).await?;
-            }
-            Ok(())
-        })
+        bus::run_consumer(
+            &self.bus,
+            "JOBS",
+            "dispatcher",
+            1,
+            &cancel,
+            |messages| async {
+                for message in messages {
+                    self.dispatch(message).await?;
+                }
+                Ok(())
+            },
+        )
         .await;
     }
 

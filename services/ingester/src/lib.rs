@@ -30,10 +30,17 @@ pub struct Ingester {
 
 impl Ingester {
     pub async fn run(self, cancel: CancellationToken) {
-        bus::run_consumer(&self.bus, "RUNNER", "ingester", BATCH, &cancel, |messages| async {
-            self.ingest(messages).await;
-            Ok(())
-        })
+        bus::run_consumer(
+            &self.bus,
+            "RUNNER",
+            "ingester",
+            BATCH,
+            &cancel,
+            |messages| async {
+                self.ingest(messages).await;
+                Ok(())
+            },
+        )
         .await;
     }
 

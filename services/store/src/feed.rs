@@ -57,8 +57,8 @@ impl FeedEvent {
             .aggregate_id
             .parse()
             .map_err(|e: ValueError| undecodable(e.to_string()))?;
-        let event = serde_json::from_value(self.payload.clone())
-            .map_err(|e| undecodable(e.to_string()))?;
+        let event =
+            serde_json::from_value(self.payload.clone()).map_err(|e| undecodable(e.to_string()))?;
         Ok(Some((vm, event)))
     }
 }
