@@ -283,3 +283,23 @@ pub async fn check_catalog(
         problems => Err(StartupError::Catalog(problems)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RoleSet;
+
+    #[tokio::test]
+    async fn a_role_that_ends_is_known_by_its_name() {
+        let mut roles = RoleSet::default();
+        roles.spawn("waiting", std::future::pending());
+        roles.spawn("broken", async { panic!("a bug") });
+        let (name, ended) = roles.join_next().await.unwrap();
+        assert_eq!(name, "broken");
+        assert!(ended.unwrap_err().is_panic());
+
+        roles.spawn("done", async {});
+        let (name, ended) = roles.join_next().await.unwrap();
+        assert_eq!(name, "done");
+        assert!(ended.is_ok());
+    }
+}
