@@ -11,7 +11,7 @@ ARG TERRAFORM_VERSION=1.9.8
 FROM rust:${RUST_VERSION}-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p daemon --bin provisioning-runner \
+RUN cargo build --release --locked -p runner --bin provisioning-runner \
  && cp target/release/provisioning-runner /usr/local/bin/
 
 FROM debian:bookworm-slim AS terraform

@@ -24,8 +24,8 @@ TERRAFORM_BIN="$(bash deploy/local/install-terraform.sh)"
 export TERRAFORM_BIN
 log "Terraform: $TERRAFORM_BIN"
 
-log "cargo build --bins -p daemon"
-cargo build --bins -p daemon
+log "cargo build --bins -p daemon -p runner"
+cargo build --bins -p daemon -p runner
 
 # Where cargo put the binaries (CARGO_TARGET_DIR or .cargo/config.toml may move it).
 target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null |

@@ -5,14 +5,16 @@
 pub use async_nats;
 pub use bytes::Bytes;
 
+mod consumer;
 mod definitions;
 mod messages;
 mod publisher;
 mod subjects;
 
+pub use consumer::run_consumer;
 pub use definitions::{consumer, setup, SetupError};
-pub use messages::{EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
-pub use publisher::Publisher;
+pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
+pub use publisher::{Publisher, SendError};
 pub use subjects::Subjects;
 
 /// A connection to NATS with the subject prefix of this deployment (or of one test).
@@ -40,5 +42,12 @@ impl Bus {
             jetstream,
             subjects: Subjects::new(prefix),
         }
+    }
+
+    /// Publishes one runner message and waits for its acknowledgement.
+    pub async fn publish_runner_message(&self, message: &RunnerMessage) -> Result<(), SendError> {
+        let mut publisher = Publisher::new(self.jetstream.clone(), 1);
+        publisher.publish_runner(&self.subjects, message).await?;
+        Ok(publisher.flush().await?)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use domain::provisioning::{Diagnostic, JobAction, JobId, VmId, VmSpec};
+use domain::provisioning::{Diagnostic, JobAction, JobId, JobOutcome, Severity, VmId, VmSpec};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -71,6 +71,33 @@ impl RunnerReport {
             RunnerReport::Log { .. } => "log",
             RunnerReport::Result { .. } => "result",
         }
+    }
+}
+
+impl From<JobOutcome> for RunnerReport {
+    fn from(outcome: JobOutcome) -> Self {
+        RunnerReport::Result {
+            exit_code: outcome.exit_code,
+            outputs: outcome.outputs,
+            diagnostics: outcome.diagnostics,
+            lines: outcome.lines,
+        }
+    }
+}
+
+/// The outcome of a job whose runner is gone without a result (it could not start, it
+/// crashed, it fell silent): exit code -1 and `reason` as its one error. The dispatcher
+/// reports it as the runner would have; the watchdog records it.
+pub fn lost_job(reason: String) -> JobOutcome {
+    JobOutcome {
+        exit_code: -1,
+        outputs: Default::default(),
+        diagnostics: vec![Diagnostic {
+            severity: Severity::Error,
+            summary: reason,
+            detail: String::new(),
+        }],
+        lines: 0,
     }
 }
 

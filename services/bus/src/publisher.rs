@@ -5,6 +5,18 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::publish::PublishAck;
 use async_nats::jetstream::Context;
 use bytes::Bytes;
+use serde::Serialize;
+
+use crate::{RunnerMessage, Subjects};
+
+/// Why a message was not published.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("could not encode the message: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("could not publish to JetStream: {0}")]
+    Publish(#[from] PublishError),
+}
 
 /// Publishes to JetStream with a bounded window of acknowledgements in flight: fast like
 /// pipelining, yet a message counts as published only once its ack arrived. Storing
@@ -39,6 +51,28 @@ impl Publisher {
         let ack = self.jetstream.send_publish(subject, message).await?;
         self.in_flight.push_back(ack);
         Ok(())
+    }
+
+    /// Publishes `value` as JSON.
+    pub async fn publish_json<T: Serialize>(
+        &mut self,
+        subject: String,
+        message_id: &str,
+        value: &T,
+    ) -> Result<(), SendError> {
+        let payload = serde_json::to_vec(value)?;
+        Ok(self.publish(subject, message_id, payload.into()).await?)
+    }
+
+    /// Publishes a runner message on the subject of its job and kind.
+    pub async fn publish_runner(
+        &mut self,
+        subjects: &Subjects,
+        message: &RunnerMessage,
+    ) -> Result<(), SendError> {
+        let subject = subjects.runner(message.vm_id, message.job_id, message.report.subject_kind());
+        self.publish_json(subject, &message.message_id(), message)
+            .await
     }
 
     /// Waits for every acknowledgement still in flight.

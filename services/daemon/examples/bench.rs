@@ -69,14 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 message: format!("aws_instance.vm: Still creating... [{line}s elapsed]"),
             },
         };
-        let subject = bus.subjects.runner(vm, job, "log");
-        publisher
-            .publish(
-                subject,
-                &message.message_id(),
-                serde_json::to_vec(&message)?.into(),
-            )
-            .await?;
+        publisher.publish_runner(&bus.subjects, &message).await?;
     }
     publisher.flush().await?;
     let published = start.elapsed();

@@ -2,7 +2,7 @@
 
 pub mod config;
 mod startup;
-pub mod telemetry;
 
 pub use config::{Config, ConfigError};
 pub use startup::{check_catalog, Application, Roles, StartupError};
+pub use telemetry;

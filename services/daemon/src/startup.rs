@@ -1,12 +1,14 @@
 //! Builds the roles a process runs and runs them until one cancellation token stops them.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use dispatcher::{Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor};
 use ingester::Ingester;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{backend_connection, Config, ConfigError};
@@ -168,20 +170,21 @@ impl Application {
         self.cancel.clone()
     }
 
-    /// Runs every configured role until the shutdown token is cancelled.
+    /// Runs every configured role until the shutdown token is cancelled. A role that ends
+    /// before (a bug, a panic) stops the others, and the error names it.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let mut tasks = JoinSet::new();
+        let mut roles = RoleSet::default();
         let cancel = self.cancel;
         let state = self.state;
         if self.roles.relay {
-            tasks.spawn(relay::run(
-                state.pool.clone(),
-                state.bus.clone(),
-                cancel.clone(),
-            ));
+            let (pool, bus) = (state.pool.clone(), state.bus.clone());
+            roles.spawn("relay", relay::run(pool, bus, cancel.clone()));
         }
         if self.roles.projector {
-            tasks.spawn(projector::run(state.pool.clone(), cancel.clone()));
+            roles.spawn(
+                "projector",
+                projector::run(state.pool.clone(), cancel.clone()),
+            );
         }
         if self.roles.dispatcher {
             let dispatcher = Dispatcher {
@@ -190,23 +193,23 @@ impl Application {
                 bus: state.bus.clone(),
                 executor: self.executor,
             };
-            tasks.spawn(dispatcher.run(cancel.clone()));
+            roles.spawn("dispatcher", dispatcher.run(cancel.clone()));
         }
         if self.roles.ingester {
             let ingester = Ingester {
                 bus: state.bus.clone(),
                 pool: state.pool.clone(),
             };
-            tasks.spawn(ingester.run(cancel.clone()));
+            roles.spawn("ingester", ingester.run(cancel.clone()));
             let watchdog = ingester::Watchdog {
                 pool: state.pool.clone(),
                 silence: self.job_silence,
             };
-            tasks.spawn(watchdog.run(cancel.clone()));
+            roles.spawn("watchdog", watchdog.run(cancel.clone()));
         }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();
-            tasks.spawn(async move {
+            roles.spawn("api", async move {
                 let served = axum::serve(listener, api::app(state))
                     .with_graceful_shutdown(async move { stop.cancelled().await })
                     .await;
@@ -215,22 +218,47 @@ impl Application {
                 }
             });
         }
-        // A role that ends before shutdown (a bug, a panic) stops the process, so that a
-        // supervisor restarts it rather than it running on without that role.
+        // A role that ends before shutdown stops the process, so that a supervisor restarts
+        // it rather than it running on without that role.
         let result = tokio::select! {
             // Roles end when cancelled too: a shutdown seen at the same time is no failure.
             biased;
             _ = cancel.cancelled() => Ok(()),
-            ended = tasks.join_next(), if !tasks.is_empty() => {
+            Some((role, ended)) = roles.join_next() => {
                 cancel.cancel();
-                match ended {
-                    Some(Err(e)) if e.is_panic() => Err(std::io::Error::other("a role panicked")),
-                    _ => Err(std::io::Error::other("a role ended before shutdown")),
-                }
+                let error = match ended {
+                    Err(e) if e.is_panic() => format!("the {role} role panicked"),
+                    _ => format!("the {role} role ended before shutdown"),
+                };
+                tracing::error!(role, "{error}; stopping the other roles");
+                Err(std::io::Error::other(error))
             }
         };
-        while tasks.join_next().await.is_some() {}
+        while roles.join_next().await.is_some() {}
         result
+    }
+}
+
+/// The running roles, by name.
+#[derive(Default)]
+struct RoleSet {
+    tasks: JoinSet<()>,
+    names: HashMap<tokio::task::Id, &'static str>,
+}
+
+impl RoleSet {
+    fn spawn(&mut self, name: &'static str, role: impl Future<Output = ()> + Send + 'static) {
+        let id = self.tasks.spawn(role).id();
+        self.names.insert(id, name);
+    }
+
+    /// The next role to end, with how it ended; `None` when none runs.
+    async fn join_next(&mut self) -> Option<(&'static str, Result<(), JoinError>)> {
+        let (id, ended) = match self.tasks.join_next_with_id().await? {
+            Ok((id, ())) => (id, Ok(())),
+            Err(e) => (e.id(), Err(e)),
+        };
+        Some((self.names.remove(&id).unwrap_or("unnamed"), ended))
     }
 }
 
@@ -242,12 +270,36 @@ pub async fn check_catalog(
     let templates = store::catalog::all_templates(pool, None)
         .await
         .map_err(store::StoreError::from)?;
-    let rows: Vec<(String, String, bool)> = templates
+    let rows: Vec<registry::CatalogTemplate> = templates
         .into_iter()
-        .map(|t| (t.provider_id, t.id, t.enabled))
+        .map(|t| registry::CatalogTemplate {
+            provider: t.provider_id,
+            template: t.id,
+            enabled: t.enabled,
+        })
         .collect();
     match registry.catalog_problems(&rows) {
         problems if problems.is_empty() => Ok(()),
         problems => Err(StartupError::Catalog(problems)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RoleSet;
+
+    #[tokio::test]
+    async fn a_role_that_ends_is_known_by_its_name() {
+        let mut roles = RoleSet::default();
+        roles.spawn("waiting", std::future::pending());
+        roles.spawn("broken", async { panic!("a bug") });
+        let (name, ended) = roles.join_next().await.unwrap();
+        assert_eq!(name, "broken");
+        assert!(ended.unwrap_err().is_panic());
+
+        roles.spawn("done", async {});
+        let (name, ended) = roles.join_next().await.unwrap();
+        assert_eq!(name, "done");
+        assert!(ended.is_ok());
     }
 }

@@ -49,7 +49,7 @@ const INHERITED: &[&str] = &[
     "LANG",
     "TZ",
     "RUST_LOG",
-    "PROVISIONING_LOG_FORMAT",
+    runner::env::LOG_FORMAT,
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
     "HTTP_PROXY",

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
-use bus::{Bus, JobMessage, Publisher, RunnerMessage, RunnerReport};
-use domain::provisioning::{Diagnostic, JobId, Severity, VmId};
-use futures::StreamExt;
+use bus::{Bus, JobMessage, RunnerMessage};
+use domain::provisioning::{JobId, VmId};
+use runner::env;
 use secrecy::SecretString;
 use store::PgPool;
 use tokio_util::sync::CancellationToken;
@@ -50,32 +50,22 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Consumes jobs until cancelled.
+    /// Consumes jobs until cancelled, one at a time.
     pub async fn run(self, cancel: CancellationToken) {
-        while !cancel.is_cancelled() {
-            if let Err(e) = self.consume(&cancel).await {
-                tracing::error!(error = %e, "dispatcher consumer failed; reconnecting");
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        bus::run_consumer(
+            &self.bus,
+            "JOBS",
+            "dispatcher",
+            1,
+            &cancel,
+            |messages| async {
+                for message in messages {
+                    self.dispatch(message).await?;
                 }
-            }
-        }
-    }
-
-    async fn consume(&self, cancel: &CancellationToken) -> Result<(), bus::async_nats::Error> {
-        let consumer = bus::consumer(&self.bus, "JOBS", "dispatcher").await?;
-        let mut messages = consumer.messages().await?;
-        loop {
-            let message = tokio::select! {
-                _ = cancel.cancelled() => return Ok(()),
-                m = messages.next() => m,
-            };
-            let Some(message) = message else {
-                return Ok(());
-            };
-            self.dispatch(message?).await?;
-        }
+                Ok(())
+            },
+        )
+        .await;
     }
 
     async fn dispatch(&self, message: Message) -> Result<(), bus::async_nats::Error> {
@@ -135,7 +125,7 @@ impl Dispatcher {
             .collect();
         if self.config.backend_password.is_some() || self.config.backend_secret.is_some() {
             credentials.push(LaunchCredential {
-                name: "RUNNER_BACKEND_PASSWORD".to_owned(),
+                name: env::BACKEND_PASSWORD.to_owned(),
                 source: None,
                 value: self.config.backend_password.clone(),
                 secret: self.config.backend_secret.clone(),
@@ -146,31 +136,38 @@ impl Dispatcher {
             .map(|c| c.name.as_str())
             .collect::<Vec<_>>()
             .join(",");
-        let workdir = prepare(&self.config, job, provider).map_err(|e| e.to_string())?;
+        // Copying the provider's folder is blocking file work: off the async workers.
+        let workdir = {
+            let (config, job, provider) = (self.config.clone(), job.clone(), provider.clone());
+            tokio::task::spawn_blocking(move || prepare(&config, &job, &provider))
+                .await
+                .map_err(|e| format!("could not prepare the working directory: {e}"))?
+                .map_err(|e| e.to_string())?
+        };
         let launch = Launch {
             vm_id: job.vm_id,
             job_id: job.job_id,
             action: job.action,
             env: vec![
-                ("NATS_URL".into(), self.config.nats_url.clone()),
+                (env::NATS_URL.into(), self.config.nats_url.clone()),
                 (
-                    "PROVISIONING_NATS_PREFIX".into(),
+                    env::NATS_PREFIX.into(),
                     self.bus.subjects.prefix().to_owned(),
                 ),
-                ("RUNNER_VM_ID".into(), job.vm_id.to_string()),
-                ("RUNNER_JOB_ID".into(), job.job_id.to_string()),
-                ("RUNNER_ACTION".into(), job.action.as_str().into()),
-                ("RUNNER_WORKDIR".into(), workdir.display().to_string()),
+                (env::VM_ID.into(), job.vm_id.to_string()),
+                (env::JOB_ID.into(), job.job_id.to_string()),
+                (env::ACTION.into(), job.action.as_str().into()),
+                (env::WORKDIR.into(), workdir.display().to_string()),
                 (
-                    "TERRAFORM_BIN".into(),
+                    env::TERRAFORM_BIN.into(),
                     self.config.terraform_bin.display().to_string(),
                 ),
                 (
-                    "RUNNER_BACKEND_CONN_STR".into(),
+                    env::BACKEND_CONN_STR.into(),
                     self.config.backend_conn_str.clone(),
                 ),
                 // Names only: the runner redacts these variables' values from what it publishes.
-                ("RUNNER_SECRET_ENV".into(), secret_names),
+                (env::SECRET_ENV.into(), secret_names),
             ],
             credentials,
             workdir,
@@ -193,26 +190,7 @@ pub async fn report_failure(
     let message = RunnerMessage {
         vm_id,
         job_id,
-        report: RunnerReport::Result {
-            exit_code: -1,
-            outputs: Default::default(),
-            diagnostics: vec![Diagnostic {
-                severity: Severity::Error,
-                summary: reason,
-                detail: String::new(),
-            }],
-            lines: 0,
-        },
+        report: bus::lost_job(reason).into(),
     };
-    let mut publisher = Publisher::new(bus.jetstream.clone(), 1);
-    let subject = bus.subjects.runner(vm_id, job_id, "result");
-    publisher
-        .publish(
-            subject,
-            &message.message_id(),
-            serde_json::to_vec(&message)?.into(),
-        )
-        .await?;
-    publisher.flush().await?;
-    Ok(())
+    Ok(bus.publish_runner_message(&message).await?)
 }

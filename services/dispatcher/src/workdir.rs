@@ -14,6 +14,8 @@ pub enum WorkdirError {
     UnknownProvider { provider: String, path: PathBuf },
     #[error("could not render cloud-init: {0}")]
     CloudInit(#[from] askama::Error),
+    #[error("could not encode the job's variables: {0}")]
+    Variables(#[from] serde_json::Error),
     #[error("could not prepare {path}: {source}")]
     Io {
         path: PathBuf,
@@ -58,11 +60,7 @@ pub fn prepare(
     let tfvars = dir.join("terraform.tfvars.json");
     let user_data = crate::cloud_init::render(job, &provider.cloud_init)?;
     let vars = variables(job, &user_data);
-    std::fs::write(
-        &tfvars,
-        serde_json::to_vec_pretty(&vars).unwrap_or_default(),
-    )
-    .map_err(io(&tfvars))?;
+    std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars)?).map_err(io(&tfvars))?;
     Ok(dir)
 }
 

@@ -14,7 +14,6 @@ use bus::{Bus, RunnerMessage, RunnerReport};
 use domain::provisioning::{
     JobId, JobOutcome, LogLineIn, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
 };
-use futures::StreamExt;
 use store::{Actor, CommandError, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -30,36 +29,18 @@ pub struct Ingester {
 
 impl Ingester {
     pub async fn run(self, cancel: CancellationToken) {
-        while !cancel.is_cancelled() {
-            if let Err(e) = self.consume(&cancel).await {
-                tracing::error!(error = %e, "ingester consumer failed; reconnecting");
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-    }
-
-    async fn consume(&self, cancel: &CancellationToken) -> Result<(), bus::async_nats::Error> {
-        let consumer = bus::consumer(&self.bus, "RUNNER", "ingester").await?;
-        let mut batches = consumer.messages().await?.ready_chunks(BATCH);
-        loop {
-            let batch = tokio::select! {
-                _ = cancel.cancelled() => return Ok(()),
-                b = batches.next() => b,
-            };
-            let Some(batch) = batch else { return Ok(()) };
-            // A failed pull (a missed heartbeat) must not drop the messages that did arrive.
-            let messages = batch
-                .into_iter()
-                .filter_map(|m| {
-                    m.map_err(|e| tracing::warn!(error = %e, "pull error; going on"))
-                        .ok()
-                })
-                .collect();
-            self.ingest(messages).await;
-        }
+        bus::run_consumer(
+            &self.bus,
+            "RUNNER",
+            "ingester",
+            BATCH,
+            &cancel,
+            |messages| async {
+                self.ingest(messages).await;
+                Ok(())
+            },
+        )
+        .await;
     }
 
     /// Applies a batch of runner messages, job by job, each job's messages in order.

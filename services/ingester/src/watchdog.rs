@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use domain::provisioning::{Diagnostic, JobOutcome, Provisioning, ProvisioningCommand, Severity};
-use store::feed::Lease;
+use domain::provisioning::{Provisioning, ProvisioningCommand};
+use store::lease;
 use store::{Actor, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -20,32 +20,7 @@ pub struct Watchdog {
 impl Watchdog {
     pub async fn run(self, cancel: CancellationToken) {
         let every = (self.silence / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        let mut lease: Option<Lease> = None;
-        loop {
-            if let Some(held) = lease.as_mut() {
-                if !held.is_held().await {
-                    lease = None;
-                }
-            }
-            if lease.is_none() {
-                lease = Lease::try_acquire(&self.pool, "watchdog")
-                    .await
-                    .ok()
-                    .flatten();
-            }
-            if lease.is_some() {
-                if let Err(e) = self.sweep().await {
-                    tracing::warn!(error = %e, "watchdog sweep failed");
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(every) => {}
-            }
-        }
-        if let Some(lease) = lease {
-            lease.release().await;
-        }
+        lease::every(&self.pool, "watchdog", &cancel, every, || self.sweep()).await;
     }
 
     /// Fails every silent job; returns how many.
@@ -60,16 +35,7 @@ impl Watchdog {
             tracing::warn!(%vm, %job, %reason, "failing a silent job");
             let command = ProvisioningCommand::FinishJob {
                 job_id: *job,
-                outcome: JobOutcome {
-                    exit_code: -1,
-                    outputs: Default::default(),
-                    diagnostics: vec![Diagnostic {
-                        severity: Severity::Error,
-                        summary: reason,
-                        detail: String::new(),
-                    }],
-                    lines: 0,
-                },
+                outcome: bus::lost_job(reason),
             };
             let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
             if let Err(e) = store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await

@@ -8,7 +8,8 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use domain::provisioning::{ProvisioningEvent, VmId, VmView};
-use store::feed;
+use store::feed::{self, UndecodableEvent};
+use store::lease::{self, Lease};
 use store::views::{self, NewLog};
 use store::{sqlx, PgPool};
 use time::OffsetDateTime;
@@ -17,14 +18,24 @@ use tokio_util::sync::CancellationToken;
 const CHECKPOINT: &str = "projector";
 const BATCH: i64 = 1000;
 
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectorError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Undecodable(#[from] UndecodableEvent),
+    #[error("a projector is running: stop it (or its provisioningd) before rebuilding")]
+    Running,
+}
+
 /// Runs the projector until cancelled. Only the replica holding the lease folds.
 pub async fn run(pool: PgPool, cancel: CancellationToken) {
-    feed::follow(&pool, CHECKPOINT, &cancel, || pass(&pool)).await;
+    lease::follow(&pool, CHECKPOINT, &cancel, || pass(&pool)).await;
 }
 
 /// Folds the next batch of events; returns how many.
 #[tracing::instrument(skip_all, err)]
-pub async fn pass(pool: &PgPool) -> Result<usize, sqlx::Error> {
+pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
     let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
     let events = feed::read_after(pool, cursor, BATCH).await?;
     let Some(last) = events.last().map(|e| e.cursor) else {
@@ -92,12 +103,10 @@ async fn fold_log(
 
 /// Empties the read models and folds the whole events table again.
 #[tracing::instrument(skip_all, err)]
-pub async fn rebuild(pool: &PgPool) -> Result<usize, sqlx::Error> {
+pub async fn rebuild(pool: &PgPool) -> Result<usize, ProjectorError> {
     // Hold the projector's lease, so no running projector folds into the tables meanwhile.
-    let Some(lease) = feed::Lease::try_acquire(pool, CHECKPOINT).await? else {
-        return Err(sqlx::Error::Protocol(
-            "a projector is running: stop it (or its provisioningd) before rebuilding".into(),
-        ));
+    let Some(lease) = Lease::try_acquire(pool, CHECKPOINT).await? else {
+        return Err(ProjectorError::Running);
     };
     let mut tx = pool.begin().await?;
     views::reset(&mut tx).await?;

@@ -179,22 +179,33 @@ impl Registry {
     }
 
     /// Problems of the catalog against the registry: an enabled template of a provider that
-    /// is unknown or disabled here. `templates` are (provider, template, enabled).
-    pub fn catalog_problems(&self, templates: &[(String, String, bool)]) -> Vec<String> {
+    /// is unknown or disabled here.
+    pub fn catalog_problems(&self, templates: &[CatalogTemplate]) -> Vec<String> {
         templates
             .iter()
-            .filter(|(_, _, enabled)| *enabled)
-            .filter_map(|(provider, template, _)| match self.provider(provider) {
-                Some(p) if p.enabled => None,
-                Some(_) => Some(format!(
-                    "template {provider}/{template} is enabled but provider {provider:?} is disabled in the registry"
-                )),
-                None => Some(format!(
-                    "template {provider}/{template} is enabled but provider {provider:?} is not in the registry"
-                )),
+            .filter(|t| t.enabled)
+            .filter_map(|t| {
+                let (provider, template) = (&t.provider, &t.template);
+                match self.provider(provider) {
+                    Some(p) if p.enabled => None,
+                    Some(_) => Some(format!(
+                        "template {provider}/{template} is enabled but provider {provider:?} is disabled in the registry"
+                    )),
+                    None => Some(format!(
+                        "template {provider}/{template} is enabled but provider {provider:?} is not in the registry"
+                    )),
+                }
             })
             .collect()
     }
+}
+
+/// A template of the catalog, as far as the registry checks it.
+#[derive(Debug, Clone)]
+pub struct CatalogTemplate {
+    pub provider: String,
+    pub template: String,
+    pub enabled: bool,
 }
 
 #[cfg(test)]

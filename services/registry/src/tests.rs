@@ -116,10 +116,15 @@ fn an_unpinned_provider_is_named() {
 fn an_enabled_template_of_a_disabled_provider_is_named() {
     let toml = GOOD_TOML.replace("enabled = true", "enabled = false");
     let (_dir, registry) = registry_with(GOOD_TF, &toml);
+    let template = |provider: &str, template: &str, enabled| CatalogTemplate {
+        provider: provider.into(),
+        template: template.into(),
+        enabled,
+    };
     let problems = registry.unwrap().catalog_problems(&[
-        ("cloud".into(), "small".into(), true),
-        ("cloud".into(), "old".into(), false),
-        ("gone".into(), "tiny".into(), true),
+        template("cloud", "small", true),
+        template("cloud", "old", false),
+        template("gone", "tiny", true),
     ]);
     assert_eq!(problems.len(), 2, "{problems:?}");
     assert!(problems[0].contains("cloud/small"));

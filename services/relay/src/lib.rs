@@ -4,10 +4,10 @@
 //! publish delays events, never loses them; one between publish and checkpoint publishes
 //! again, and the streams drop the copies by `Nats-Msg-Id`.
 
-use bus::async_nats::jetstream::context::PublishError;
-use bus::{Bus, EventEnvelope, JobMessage, Publisher};
+use bus::{Bus, EventEnvelope, JobMessage, Publisher, SendError};
 use domain::provisioning::ProvisioningEvent;
-use store::feed::{self, Cursor, FeedEvent};
+use store::feed::{self, Cursor, FeedEvent, UndecodableEvent};
+use store::lease;
 use store::{sqlx, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -19,13 +19,15 @@ const ACK_WINDOW: usize = 256;
 pub enum RelayError {
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    #[error("could not publish to JetStream: {0}")]
-    Publish(#[from] PublishError),
+    #[error(transparent)]
+    Undecodable(#[from] UndecodableEvent),
+    #[error(transparent)]
+    Send(#[from] SendError),
 }
 
 /// Runs the relay until cancelled. Only the replica holding the lease publishes.
 pub async fn run(pool: PgPool, bus: Bus, cancel: CancellationToken) {
-    feed::follow(&pool, CHECKPOINT, &cancel, || pass(&pool, &bus)).await;
+    lease::follow(&pool, CHECKPOINT, &cancel, || pass(&pool, &bus)).await;
 }
 
 /// Publishes the next batch of events after the checkpoint and moves the checkpoint.
@@ -70,7 +72,7 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
             event.aggregate_type, event.aggregate_id, event.sequence
         );
         publisher
-            .publish(subject, &message_id, to_bytes(&envelope))
+            .publish_json(subject, &message_id, &envelope)
             .await?;
         if let Some((
             vm_id,
@@ -89,19 +91,15 @@ pub async fn publish(bus: &Bus, events: &[FeedEvent]) -> Result<(), RelayError> 
             };
             let subject = bus.subjects.job(&job.spec.provider);
             publisher
-                .publish(subject, &job.message_id(), to_bytes(&job))
+                .publish_json(subject, &job.message_id(), &job)
                 .await?;
         }
     }
-    publisher.flush().await?;
+    publisher.flush().await.map_err(SendError::from)?;
     Ok(())
 }
 
 /// The cursor the relay has published up to.
 pub async fn checkpoint(pool: &PgPool) -> Result<Cursor, sqlx::Error> {
     feed::load_checkpoint(pool, CHECKPOINT).await
-}
-
-fn to_bytes<T: serde::Serialize>(value: &T) -> bus::Bytes {
-    serde_json::to_vec(value).unwrap_or_default().into()
 }

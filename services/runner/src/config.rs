@@ -3,6 +3,8 @@ use std::path::PathBuf;
 use domain::provisioning::{JobAction, JobId, VmId};
 use secrecy::SecretString;
 
+use crate::env;
+
 /// What a runner is told, through its environment (as a Kubernetes Job would be).
 #[derive(Debug)]
 pub struct RunnerConfig {
@@ -43,41 +45,41 @@ impl RunnerConfig {
             })
         };
         let invalid = |name, reason| ConfigError { name, reason };
-        let action = match var("RUNNER_ACTION")?.as_str() {
+        let action = match var(env::ACTION)?.as_str() {
             "apply" => JobAction::Apply,
             "destroy" => JobAction::Destroy,
-            _ => return Err(invalid("RUNNER_ACTION", "must be apply or destroy")),
+            _ => return Err(invalid(env::ACTION, "must be apply or destroy")),
         };
         Ok(Self {
-            nats_url: var("NATS_URL")?,
-            prefix: var("PROVISIONING_NATS_PREFIX").unwrap_or_else(|_| "provisioning".into()),
-            vm_id: var("RUNNER_VM_ID")?
+            nats_url: var(env::NATS_URL)?,
+            prefix: var(env::NATS_PREFIX).unwrap_or_else(|_| "provisioning".into()),
+            vm_id: var(env::VM_ID)?
                 .parse()
-                .map_err(|_| invalid("RUNNER_VM_ID", "must be a UUID"))?,
+                .map_err(|_| invalid(env::VM_ID, "must be a UUID"))?,
             job_id: JobId::new(
-                var("RUNNER_JOB_ID")?
+                var(env::JOB_ID)?
                     .parse()
-                    .map_err(|_| invalid("RUNNER_JOB_ID", "must be a number"))?,
+                    .map_err(|_| invalid(env::JOB_ID, "must be a number"))?,
             ),
             action,
-            workdir: var("RUNNER_WORKDIR")?.into(),
-            source_dir: std::env::var_os("RUNNER_SOURCE_DIR")
+            workdir: var(env::WORKDIR)?.into(),
+            source_dir: std::env::var_os(env::SOURCE_DIR)
                 .filter(|dir| !dir.is_empty())
                 .map(PathBuf::from),
-            terraform_bin: var("TERRAFORM_BIN")
+            terraform_bin: var(env::TERRAFORM_BIN)
                 .unwrap_or_else(|_| "terraform".into())
                 .into(),
-            backend_conn_str: var("RUNNER_BACKEND_CONN_STR")?,
-            backend_password: std::env::var("RUNNER_BACKEND_PASSWORD")
+            backend_conn_str: var(env::BACKEND_CONN_STR)?,
+            backend_password: std::env::var(env::BACKEND_PASSWORD)
                 .ok()
                 .map(SecretString::from),
-            secret_values: std::env::var("RUNNER_SECRET_ENV")
+            secret_values: std::env::var(env::SECRET_ENV)
                 .unwrap_or_default()
                 .split(',')
                 .filter_map(|name| std::env::var(name.trim()).ok())
                 .filter(|value| !value.is_empty())
                 .collect(),
-            runner_name: std::env::var("RUNNER_NAME")
+            runner_name: std::env::var(env::NAME)
                 .unwrap_or_else(|_| format!("local:{}", std::process::id())),
         })
     }

@@ -5,6 +5,7 @@
 //! The exit code decides success, never the text of a line.
 
 mod config;
+pub mod env;
 mod lines;
 mod redact;
 mod terraform;
@@ -24,6 +25,17 @@ pub enum RunnerError {
     Connect(#[from] bus::async_nats::ConnectError),
     #[error("could not publish to JetStream: {0}")]
     Publish(#[from] bus::async_nats::jetstream::context::PublishError),
+    #[error("could not encode a report: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl From<bus::SendError> for RunnerError {
+    fn from(e: bus::SendError) -> Self {
+        match e {
+            bus::SendError::Encode(e) => RunnerError::Encode(e),
+            bus::SendError::Publish(e) => RunnerError::Publish(e),
+        }
+    }
 }
 
 /// Runs the job and reports it. Returns Terraform's exit code; an error means the
@@ -153,13 +165,8 @@ impl Reporter<'_> {
             job_id: self.config.job_id,
             report,
         };
-        let subject =
-            self.bus
-                .subjects
-                .runner(message.vm_id, message.job_id, message.report.subject_kind());
-        let payload = serde_json::to_vec(&message).unwrap_or_default();
         self.publisher
-            .publish(subject, &message.message_id(), payload.into())
+            .publish_runner(&self.bus.subjects, &message)
             .await?;
         Ok(())
     }

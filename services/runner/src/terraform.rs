@@ -17,7 +17,7 @@ fn terraform(config: &RunnerConfig) -> Command {
     cmd.current_dir(&config.workdir)
         .env("TF_IN_AUTOMATION", "1")
         .env("CHECKPOINT_DISABLE", "1")
-        .env_remove("RUNNER_BACKEND_PASSWORD")
+        .env_remove(crate::env::BACKEND_PASSWORD)
         .stdin(Stdio::null());
     if let Some(password) = &config.backend_password {
         cmd.env("PGPASSWORD", password.expose_secret());
@@ -72,10 +72,20 @@ pub async fn run_action(
     retry_while_locked(command, action, out, diagnostics).await
 }
 
-/// Whether an error comes from another run using the backend at the same moment: a held
-/// state lock, or two first runs creating the backend's table together.
+/// Whether an error comes from another run using the backend at the same moment, told by
+/// Terraform's own messages only: a state lock held by another run (the lock diagnostic, or
+/// the `pg` backend's lock for creating a workspace), or two first runs creating the
+/// backend's schema and table together (Postgres refuses the second with a duplicate key in
+/// its system catalogs, `pg_namespace`, `pg_type` or `pg_class`). Any other error, even one
+/// that mentions a lock or a block, is the configuration's and is not run again.
 fn contended(summary: &str) -> bool {
-    summary.contains("lock") || summary.contains("duplicate key value")
+    const HELD_LOCK: &[&str] = &[
+        "Error acquiring the state lock",
+        "failed to lock state in Postgres",
+        "already locked for workspace creation",
+    ];
+    const CATALOG_RACE: &str = "duplicate key value violates unique constraint \"pg_";
+    HELD_LOCK.iter().any(|m| summary.contains(m)) || summary.contains(CATALOG_RACE)
 }
 
 /// Runs a command again while it fails on a state lock. The `pg` backend takes one lock for
@@ -215,4 +225,44 @@ fn read_lines(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contended;
+
+    #[test]
+    fn a_held_state_lock_is_contention() {
+        assert!(contended("Error acquiring the state lock"));
+        assert!(contended(
+            "failed to lock state in Postgres: Already locked for workspace creation: vm-1"
+        ));
+        assert!(contended(
+            "Cannot lock workspace; already locked for workspace creation: vm-1"
+        ));
+    }
+
+    #[test]
+    fn two_first_runs_creating_the_backend_table_are_contention() {
+        assert!(contended(
+            "Failed to get existing workspaces: pq: duplicate key value violates unique constraint \"pg_type_typname_nsp_index\""
+        ));
+        assert!(contended(
+            "pq: duplicate key value violates unique constraint \"pg_namespace_nspname_index\""
+        ));
+    }
+
+    #[test]
+    fn errors_that_only_mention_a_lock_or_a_block_are_not_contention() {
+        for summary in [
+            "Unsupported block type",
+            "Invalid block definition",
+            "clock skew",
+            "Blocks of type \"lock\" are not expected here",
+            "Error releasing the state lock",
+            "pq: duplicate key value violates unique constraint \"instances_pkey\"",
+        ] {
+            assert!(!contended(summary), "{summary}");
+        }
+    }
 }

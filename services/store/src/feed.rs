@@ -8,11 +8,10 @@
 
 use std::time::Duration;
 
-use domain::provisioning::{ProvisioningEvent, VmId};
+use domain::provisioning::{ProvisioningEvent, ValueError, VmId};
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
 use time::OffsetDateTime;
-use tokio_util::sync::CancellationToken;
 
 /// A place in the commit order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,16 +43,34 @@ impl FeedEvent {
     }
 
     /// The VM and its event, for an event of the `Provisioning` aggregate.
-    pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, sqlx::Error> {
+    pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, UndecodableEvent> {
         if self.aggregate_type != "Provisioning" {
             return Ok(None);
         }
-        let decode = |e: Box<dyn std::error::Error + Send + Sync>| sqlx::Error::Decode(e);
-        let vm = self.aggregate_id.parse().map_err(|e| decode(Box::new(e)))?;
+        let undecodable = |reason: String| UndecodableEvent {
+            aggregate_type: self.aggregate_type.clone(),
+            aggregate_id: self.aggregate_id.clone(),
+            sequence: self.sequence,
+            reason,
+        };
+        let vm = self
+            .aggregate_id
+            .parse()
+            .map_err(|e: ValueError| undecodable(e.to_string()))?;
         let event =
-            serde_json::from_value(self.payload.clone()).map_err(|e| decode(Box::new(e)))?;
+            serde_json::from_value(self.payload.clone()).map_err(|e| undecodable(e.to_string()))?;
         Ok(Some((vm, event)))
     }
+}
+
+/// A stored event its aggregate's types cannot read: written by a newer version, or by hand.
+#[derive(Debug, thiserror::Error)]
+#[error("event {aggregate_type}/{aggregate_id}/{sequence} cannot be read: {reason}")]
+pub struct UndecodableEvent {
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub sequence: u64,
+    pub reason: String,
 }
 
 type Row = (
@@ -182,112 +199,4 @@ impl Wakeup {
             Ok(Err(_)) => self.listener = None,
         }
     }
-}
-
-/// Holds a Postgres advisory lock for as long as it lives, so that a role that must run once
-/// (the relay, the projector) runs once however many replicas start.
-pub struct Lease {
-    // Detached from the pool: closing it (on drop) releases the lock; a pooled connection
-    // would go back to the pool still holding it.
-    conn: sqlx::PgConnection,
-}
-
-impl Lease {
-    /// Tries once to take the lease `name`.
-    pub async fn try_acquire(pool: &PgPool, name: &str) -> Result<Option<Lease>, sqlx::Error> {
-        let mut conn = pool.acquire().await?;
-        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
-            .bind(name)
-            .fetch_one(&mut *conn)
-            .await?;
-        Ok(got.then(|| Lease {
-            conn: conn.detach(),
-        }))
-    }
-
-    /// Gives the lease up now, rather than when the server notices the closed socket.
-    pub async fn release(self) {
-        use sqlx::Connection;
-        let _ = self.conn.close().await;
-    }
-
-    /// Whether the lock is still held: a lost session (a Postgres restart, a network cut)
-    /// released it, and another replica may hold it now.
-    pub async fn is_held(&mut self) -> bool {
-        sqlx::query("SELECT 1")
-            .execute(&mut self.conn)
-            .await
-            .is_ok()
-    }
-}
-
-/// Runs `pass` for as long as `cancel` allows, as the one holder of the lease `name`:
-/// again at once while it finds work, after a commit notification (or a poll) when it
-/// found none, and a second after an error.
-pub async fn follow<F, Fut, E>(pool: &PgPool, name: &str, cancel: &CancellationToken, mut pass: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<usize, E>>,
-    E: std::fmt::Display,
-{
-    while !cancel.is_cancelled() {
-        let Some(lease) = acquire(pool, name, cancel).await else {
-            return;
-        };
-        if let Some(lease) = run_while_held(pool, name, cancel, lease, &mut pass).await {
-            lease.release().await;
-        }
-    }
-}
-
-/// Waits until this replica holds the lease `name`; `None` when cancelled first.
-async fn acquire(pool: &PgPool, name: &str, cancel: &CancellationToken) -> Option<Lease> {
-    loop {
-        match Lease::try_acquire(pool, name).await {
-            Ok(Some(lease)) => return Some(lease),
-            Ok(None) => tracing::debug!(name, "another replica holds the lease"),
-            Err(e) => tracing::warn!(name, error = %e, "could not ask for the lease"),
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => return None,
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-        }
-    }
-}
-
-/// Runs passes until cancelled (giving the lease back) or until the lease's session is
-/// lost (`None`).
-async fn run_while_held<F, Fut, E>(
-    pool: &PgPool,
-    name: &str,
-    cancel: &CancellationToken,
-    mut lease: Lease,
-    pass: &mut F,
-) -> Option<Lease>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<usize, E>>,
-    E: std::fmt::Display,
-{
-    let mut wakeup = Wakeup::new(pool.clone(), Duration::from_millis(500));
-    while !cancel.is_cancelled() {
-        if !lease.is_held().await {
-            tracing::warn!(name, "lost the lease's session; taking it again");
-            return None;
-        }
-        let pause = match pass().await {
-            Ok(0) => None,
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::error!(name, error = %e, "pass failed; retrying");
-                Some(Duration::from_secs(1))
-            }
-        };
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = wakeup.wait(), if pause.is_none() => {}
-            _ = tokio::time::sleep(pause.unwrap_or_default()), if pause.is_some() => {}
-        }
-    }
-    Some(lease)
 }

@@ -7,6 +7,7 @@ mod command;
 mod db;
 mod events;
 pub mod feed;
+pub mod lease;
 pub mod views;
 
 pub use command::{

@@ -76,6 +76,42 @@ pub async fn try_spawn_app(
     started
 }
 
+/// The `provisioning-runner` of this build. It is the runner crate's binary, and cargo builds
+/// only this crate's binaries for its tests: it is built here, once per test run, into the
+/// target directory and profile of the tests (a no-op when it is up to date).
+fn runner_bin() -> std::path::PathBuf {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        // The tests run from `<target>/<profile>/deps/`.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
+        let target_dir = profile_dir.parent().unwrap();
+        let status = std::process::Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "runner",
+                "--bin",
+                "provisioning-runner",
+            ])
+            .arg("--profile")
+            .arg(profile)
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "could not build provisioning-runner");
+        profile_dir.join("provisioning-runner")
+    })
+    .clone()
+}
+
 fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
     let db_url = server_url(db_name);
     Config {
@@ -89,7 +125,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         terraform_bin: std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())
             .into(),
-        runner_bin: env!("CARGO_BIN_EXE_provisioning-runner").into(),
+        runner_bin: runner_bin(),
         tf_backend_url: db_url.into(),
         json_logs: false,
         job_silence: std::time::Duration::from_secs(1800),

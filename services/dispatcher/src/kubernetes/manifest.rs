@@ -57,21 +57,21 @@ pub fn env(
     };
     // The daemon's Terraform path means nothing in the runner image, which has it on PATH.
     let overridden = [
-        "RUNNER_WORKDIR",
-        "RUNNER_SOURCE_DIR",
-        "RUNNER_NAME",
-        "TERRAFORM_BIN",
+        runner::env::WORKDIR,
+        runner::env::SOURCE_DIR,
+        runner::env::NAME,
+        runner::env::TERRAFORM_BIN,
     ];
-    let mut env: Vec<EnvVar> = launch
+    let mut vars: Vec<EnvVar> = launch
         .env
         .iter()
         .filter(|(name, _)| !overridden.contains(&name.as_str()))
         .map(|(name, value)| plain(name, value.clone()))
         .collect();
-    env.push(plain("RUNNER_WORKDIR", WORKDIR.to_owned()));
-    env.push(plain("RUNNER_SOURCE_DIR", SOURCE_DIR.to_owned()));
-    env.push(plain(
-        "RUNNER_NAME",
+    vars.push(plain(runner::env::WORKDIR, WORKDIR.to_owned()));
+    vars.push(plain(runner::env::SOURCE_DIR, SOURCE_DIR.to_owned()));
+    vars.push(plain(
+        runner::env::NAME,
         format!("kubernetes:{}/{name}", config.namespace),
     ));
     for credential in &launch.credentials {
@@ -81,7 +81,7 @@ pub fn env(
                 credential.name
             ))
         })?;
-        env.push(EnvVar {
+        vars.push(EnvVar {
             name: credential.name.clone(),
             value: None,
             value_from: Some(EnvVarSource {
@@ -94,7 +94,7 @@ pub fn env(
             }),
         });
     }
-    Ok(env)
+    Ok(vars)
 }
 
 pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorError> {

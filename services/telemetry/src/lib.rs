@@ -1,3 +1,5 @@
+//! One telemetry setup for every binary, so `provisioningd` and `provisioning-runner` log alike.
+
 use tracing_subscriber::EnvFilter;
 
 /// One telemetry setup for every binary: text or JSON lines on stderr, filtered by

@@ -3,7 +3,7 @@
 //! exit code travels in the result); any other exit means the job went unreported.
 
 fn main() -> std::process::ExitCode {
-    daemon::telemetry::init(std::env::var("PROVISIONING_LOG_FORMAT").as_deref() == Ok("json"));
+    telemetry::init(std::env::var(runner::env::LOG_FORMAT).as_deref() == Ok("json"));
     let config = match runner::RunnerConfig::from_env() {
         Ok(config) => config,
         Err(e) => {

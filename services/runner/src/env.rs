@@ -1,0 +1,28 @@
+//! The runner's environment variables: what the dispatcher's executors set and
+//! [`RunnerConfig::from_env`](crate::RunnerConfig::from_env) reads.
+
+/// The NATS server the runner reports to.
+pub const NATS_URL: &str = "NATS_URL";
+/// The subject prefix of the deployment (`provisioning` when unset).
+pub const NATS_PREFIX: &str = "PROVISIONING_NATS_PREFIX";
+pub const VM_ID: &str = "RUNNER_VM_ID";
+pub const JOB_ID: &str = "RUNNER_JOB_ID";
+/// `apply` or `destroy`.
+pub const ACTION: &str = "RUNNER_ACTION";
+/// The Terraform working directory.
+pub const WORKDIR: &str = "RUNNER_WORKDIR";
+/// A read-only copy of the working directory's files, copied into it first (Kubernetes).
+pub const SOURCE_DIR: &str = "RUNNER_SOURCE_DIR";
+/// The Terraform binary (`terraform` on `PATH` when unset).
+pub const TERRAFORM_BIN: &str = "TERRAFORM_BIN";
+/// `conn_str` of Terraform's `pg` backend, without a password.
+pub const BACKEND_CONN_STR: &str = "RUNNER_BACKEND_CONN_STR";
+/// The `pg` backend's password; given to Terraform as `PGPASSWORD`.
+pub const BACKEND_PASSWORD: &str = "RUNNER_BACKEND_PASSWORD";
+/// How the runner names itself in its `Started` report.
+pub const NAME: &str = "RUNNER_NAME";
+/// Comma-separated names of the variables holding credentials, whose values are redacted
+/// from everything the runner publishes.
+pub const SECRET_ENV: &str = "RUNNER_SECRET_ENV";
+/// `json` for JSON log lines on stderr.
+pub const LOG_FORMAT: &str = "PROVISIONING_LOG_FORMAT";
