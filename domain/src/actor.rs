@@ -10,6 +10,8 @@ pub enum Actor {
     Admin,
     /// A runner reporting a job's progress and outcome, through the ingester.
     Runner,
+    /// A dispatcher, claiming a queued job to start its runner.
+    Dispatcher,
     /// The watchdog, failing a job whose runner went silent or was lost.
     Watchdog,
 }
@@ -19,6 +21,7 @@ impl Actor {
         match self {
             Actor::Admin => "admin",
             Actor::Runner => "runner",
+            Actor::Dispatcher => "dispatcher",
             Actor::Watchdog => "watchdog",
         }
     }

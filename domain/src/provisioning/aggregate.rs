@@ -68,6 +68,16 @@ impl Decide for Provisioning {
     ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         match command {
             ProvisioningCommand::Request { spec } => self.request(spec),
+            ProvisioningCommand::ClaimJob { job_id, dispatcher } => {
+                let job = self.active_job(job_id)?;
+                if job.dispatched || job.started {
+                    return Err(ProvisioningError::JobTaken(job_id));
+                }
+                Ok(vec![ProvisioningEvent::JobDispatched {
+                    job_id,
+                    dispatcher,
+                }])
+            }
             ProvisioningCommand::StartJob { job_id, runner } => {
                 let job = self.active_job(job_id)?;
                 if job.started {

@@ -403,3 +403,36 @@ fn the_status_follows_the_jobs() {
         ]
     );
 }
+
+fn claim(n: u32, by: &str) -> ProvisioningCommand {
+    ProvisioningCommand::ClaimJob {
+        job_id: job(n),
+        dispatcher: by.into(),
+    }
+}
+
+#[test]
+fn a_queued_job_is_claimed_once() {
+    let dispatched = ProvisioningEvent::JobDispatched {
+        job_id: job(1),
+        dispatcher: "a".into(),
+    };
+    Given::with(())
+        .given(requested())
+        .when(claim(1, "a"))
+        .then_expect_events(vec![dispatched.clone()]);
+    let mut after = requested();
+    after.push(dispatched);
+    Given::with(())
+        .given(after)
+        .when(claim(1, "b"))
+        .then_expect_error(ProvisioningError::JobTaken(job(1)));
+    Given::with(())
+        .given(applying())
+        .when(claim(1, "b"))
+        .then_expect_error(ProvisioningError::JobTaken(job(1)));
+    Given::with(())
+        .given(provisioned())
+        .when(claim(1, "b"))
+        .then_expect_error(ProvisioningError::JobNotActive(job(1)));
+}

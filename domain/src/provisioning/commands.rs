@@ -11,6 +11,9 @@ use super::values::{JobId, VmSpec};
 pub enum ProvisioningCommand {
     /// Create the VM: records the request and queues the apply job.
     Request { spec: VmSpec },
+    /// A dispatcher takes a queued job to start its runner: the claim that makes a second
+    /// delivery of the job message, or a second dispatcher, leave it alone.
+    ClaimJob { job_id: JobId, dispatcher: String },
     /// The runner of a job started (from the runner's `started` message).
     StartJob { job_id: JobId, runner: String },
     /// A batch of Terraform lines of one job, written in one transaction.

@@ -13,6 +13,8 @@ pub enum ProvisioningError {
     AlreadyDestroying(VmStatus),
     #[error("job {0} is not the active job of this VM")]
     JobNotActive(JobId),
+    #[error("job {0} was dispatched already")]
+    JobTaken(JobId),
     #[error("job {job_id}: line {expected} is missing before line {got}")]
     LineGap {
         job_id: JobId,

@@ -63,6 +63,8 @@ pub enum ProvisioningEvent {
         action: JobAction,
         spec: VmSpec,
     },
+    /// A dispatcher took the job and starts its runner; no other dispatcher will.
+    JobDispatched { job_id: JobId, dispatcher: String },
     /// The runner of a job started.
     JobStarted {
         job_id: JobId,
@@ -102,6 +104,7 @@ impl ProvisioningEvent {
         match self {
             ProvisioningEvent::Requested { .. } => "Requested",
             ProvisioningEvent::JobQueued { .. } => "JobQueued",
+            ProvisioningEvent::JobDispatched { .. } => "JobDispatched",
             ProvisioningEvent::JobStarted { .. } => "JobStarted",
             ProvisioningEvent::LogLine { .. } => "LogLine",
             ProvisioningEvent::Applied { .. } => "Applied",

@@ -42,6 +42,9 @@ pub struct ActiveJob {
     pub id: JobId,
     pub action: JobAction,
     pub started: bool,
+    /// A dispatcher claimed it (`JobDispatched`): until then the job waits in the queue.
+    #[serde(default)]
+    pub dispatched: bool,
     /// The highest log line number recorded, so redelivered lines are dropped.
     pub last_line: u32,
 }
@@ -69,12 +72,18 @@ impl Lifecycle {
                     id: *job_id,
                     action: *action,
                     started: false,
+                    dispatched: false,
                     last_line: 0,
                 });
                 self.last_job = Some(*job_id);
                 if *action == JobAction::Destroy {
                     self.destroy_pending = false;
                     self.status = VmStatus::DestroyRequested;
+                }
+            }
+            ProvisioningEvent::JobDispatched { job_id, .. } => {
+                if let Some(job) = self.active_job.as_mut().filter(|j| j.id == *job_id) {
+                    job.dispatched = true;
                 }
             }
             ProvisioningEvent::JobStarted { job_id, .. } => {

@@ -54,6 +54,11 @@ pub enum RunnerReport {
         kind: String,
         message: String,
     },
+    /// The runner is alive (sent every few seconds, even while Terraform prints nothing);
+    /// `beat` counts from 1, so each heartbeat has its own message id.
+    Heartbeat {
+        beat: u32,
+    },
     Result {
         exit_code: i32,
         outputs: BTreeMap<String, serde_json::Value>,
@@ -69,6 +74,7 @@ impl RunnerReport {
         match self {
             RunnerReport::Started { .. } => "started",
             RunnerReport::Log { .. } => "log",
+            RunnerReport::Heartbeat { .. } => "heartbeat",
             RunnerReport::Result { .. } => "result",
         }
     }
@@ -115,6 +121,7 @@ impl RunnerMessage {
     pub fn message_id(&self) -> String {
         let n = match &self.report {
             RunnerReport::Log { line, .. } => *line,
+            RunnerReport::Heartbeat { beat } => *beat,
             _ => 0,
         };
         format!(

@@ -49,9 +49,21 @@ impl Subjects {
         format!("{}.jobs.{}", self.prefix, provider.as_str())
     }
 
-    /// `<prefix>.runner.<vm_id>.<job>.<kind>` with kind `started`, `log` or `result`.
+    /// `<prefix>.runner.<vm_id>.<job>.<kind>` with kind `started`, `log`, `heartbeat` or
+    /// `result`.
     pub fn runner(&self, vm: VmId, job: JobId, kind: &str) -> String {
         format!("{}.runner.{vm}.{job}.{kind}", self.prefix)
+    }
+
+    /// `<prefix>.control.job_active.<vm_id>.<job>`: a runner asks, before it starts
+    /// Terraform, whether its job is still the VM's active one (request and reply).
+    pub fn job_active(&self, vm: VmId, job: JobId) -> String {
+        format!("{}.control.job_active.{vm}.{job}", self.prefix)
+    }
+
+    /// Every `job_active` question, for the daemon that answers them.
+    pub fn job_active_all(&self) -> String {
+        format!("{}.control.job_active.*.*", self.prefix)
     }
 
     pub fn expand(&self, template: &str) -> String {

@@ -26,6 +26,9 @@ pub struct Config {
     pub job_silence: std::time::Duration,
     /// An age-encrypted file of `NAME=value` credential lines, and the identity to open it.
     pub credentials_file: Option<(PathBuf, PathBuf)>,
+    /// How many runners one dispatcher keeps running at once (`PROVISIONING_MAX_RUNNERS`);
+    /// further jobs wait in JetStream, in order.
+    pub max_runners: usize,
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
@@ -72,6 +75,7 @@ impl Config {
                 .unwrap_or_else(|| "provisioning-runner".into()),
         };
         let kubernetes = kubernetes(&var)?;
+        let max_runners = max_runners(&var, kubernetes.is_some())?;
         if kubernetes
             .as_ref()
             .is_some_and(|k| k.backend_secret.is_none())
@@ -129,8 +133,34 @@ impl Config {
                     })
                 }
             },
+            max_runners,
             kubernetes,
         })
+    }
+}
+
+/// Runners at once when `PROVISIONING_MAX_RUNNERS` is unset, with the Kubernetes executor:
+/// runner pods use the cluster, not this host.
+pub const DEFAULT_KUBERNETES_MAX_RUNNERS: usize = 32;
+
+/// `PROVISIONING_MAX_RUNNERS`, else a default: for local runners the number of cores (at
+/// least 2: a runner mostly waits for a cloud API, but Terraform and its provider plugins
+/// take a core while they plan), for Kubernetes [`DEFAULT_KUBERNETES_MAX_RUNNERS`].
+fn max_runners(
+    var: &dyn Fn(&str) -> Option<String>,
+    kubernetes: bool,
+) -> Result<usize, ConfigError> {
+    match var("PROVISIONING_MAX_RUNNERS") {
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or(ConfigError {
+                name: "PROVISIONING_MAX_RUNNERS",
+                reason: "must be a number above 0".into(),
+            }),
+        None if kubernetes => Ok(DEFAULT_KUBERNETES_MAX_RUNNERS),
+        None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
     }
 }
 
@@ -296,6 +326,25 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         kubernetes(&|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn the_runner_limit_defaults_by_executor_and_can_be_set() {
+        let none = |_: &str| None;
+        assert!(max_runners(&none, false).unwrap() >= 2);
+        assert_eq!(
+            max_runners(&none, true).unwrap(),
+            DEFAULT_KUBERNETES_MAX_RUNNERS
+        );
+        let set = |n: &'static str| {
+            move |name: &str| (name == "PROVISIONING_MAX_RUNNERS").then(|| n.to_owned())
+        };
+        assert_eq!(max_runners(&set("5"), false).unwrap(), 5);
+        assert_eq!(
+            max_runners(&set("0"), true).unwrap_err().name,
+            "PROVISIONING_MAX_RUNNERS"
+        );
+        assert!(max_runners(&set("many"), false).is_err());
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub struct Application {
     dispatcher: DispatcherConfig,
     executor: Arc<dyn Executor>,
     job_silence: std::time::Duration,
+    max_runners: usize,
     cancel: CancellationToken,
 }
 
@@ -98,7 +99,10 @@ impl Application {
             .as_ref()
             .and_then(|k8s| k8s.backend_secret.clone());
         let executor: Arc<dyn Executor> = match config.kubernetes {
-            Some(k8s) if roles.dispatcher => Arc::new(KubernetesExecutor::connect(k8s).await?),
+            // The watchdog (with the ingester) stops the runners of the jobs it fails.
+            Some(k8s) if roles.dispatcher || roles.ingester => {
+                Arc::new(KubernetesExecutor::connect(k8s).await?)
+            }
             _ => Arc::new(LocalExecutor {
                 runner_bin: config.runner_bin,
                 bus: bus.clone(),
@@ -141,6 +145,7 @@ impl Application {
             },
             executor,
             job_silence: config.job_silence,
+            max_runners: config.max_runners,
             cancel: CancellationToken::new(),
         })
     }
@@ -191,9 +196,16 @@ impl Application {
                 config: self.dispatcher,
                 pool: state.pool.clone(),
                 bus: state.bus.clone(),
-                executor: self.executor,
+                executor: self.executor.clone(),
+                max_runners: self.max_runners,
+                name: dispatcher_name(),
             };
             roles.spawn("dispatcher", dispatcher.run(cancel.clone()));
+            let (pool, bus) = (state.pool.clone(), state.bus.clone());
+            roles.spawn(
+                "job-status",
+                dispatcher::answer_job_status(pool, bus, cancel.clone()),
+            );
         }
         if self.roles.ingester {
             let ingester = Ingester {
@@ -204,6 +216,7 @@ impl Application {
             let watchdog = ingester::Watchdog {
                 pool: state.pool.clone(),
                 silence: self.job_silence,
+                executor: self.executor.clone(),
             };
             roles.spawn("watchdog", watchdog.run(cancel.clone()));
         }
@@ -237,6 +250,17 @@ impl Application {
         while roles.join_next().await.is_some() {}
         result
     }
+}
+
+/// Who claims jobs here, as `JobDispatched` records it: host and process.
+fn dispatcher_name() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
 }
 
 /// The running roles, by name.

@@ -39,6 +39,10 @@ pub struct ExecutorError(pub String);
 pub trait Executor: Send + Sync {
     /// Starts the runner and returns a name for it once it is running.
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError>;
+
+    /// Stops the runner `start` named (the watchdog gave its job up). A runner already gone
+    /// is no error.
+    async fn stop(&self, runner: &str) -> Result<(), ExecutorError>;
 }
 
 /// The daemon's environment variables a local runner inherits.
@@ -79,7 +83,13 @@ impl Executor for LocalExecutor {
             .envs(launch.env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::inherit())
+            // A process group of its own: a Ctrl-C or SIGTERM to the daemon's group does not
+            // reach the runner, which goes on reporting over JetStream while the daemon
+            // restarts; and the watchdog can stop the runner and Terraform together. Not
+            // killed when dropped (tokio's default, said here because it matters).
+            .process_group(0)
+            .kill_on_drop(false);
         for credential in &launch.credentials {
             let value = credential.value.as_ref().ok_or_else(|| {
                 ExecutorError(format!(
@@ -110,5 +120,26 @@ impl Executor for LocalExecutor {
             }
         });
         Ok(name)
+    }
+
+    /// Kills the runner's process group (the runner and its Terraform): `kill -KILL -<pid>`.
+    /// A process group id is a pid, which the system may give again once the group is gone:
+    /// a stop runs only for a job the watchdog just failed, whose runner was silent but
+    /// recorded, so the window is small.
+    async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {
+        let pid = runner
+            .strip_prefix("local:")
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .filter(|&pid| pid > 1)
+            .ok_or_else(|| ExecutorError(format!("{runner:?} is not a local runner")))?;
+        let status = tokio::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .map_err(|e| ExecutorError(format!("could not run kill: {e}")))?;
+        // `kill` fails when no process is left in the group: stopped already.
+        tracing::info!(pid, killed = status.success(), "runner stopped");
+        Ok(())
     }
 }

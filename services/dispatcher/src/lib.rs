@@ -1,14 +1,18 @@
-//! The dispatcher: a durable JetStream consumer of queued jobs. For each job it prepares
-//! the Terraform working directory, starts the runner through an [`Executor`], and acks
-//! the job only once the runner is started. A job whose runner cannot be started is
-//! reported as failed, so the VM does not wait for ever.
+//! The dispatcher: a durable JetStream consumer of queued jobs, pulled one at a time and
+//! only while a runner slot is free. For each job it claims the job through the VM
+//! (`JobDispatched`), prepares the Terraform working directory from the event store, starts
+//! the runner through an [`Executor`], and acks the job once the runner is started. A job
+//! whose runner cannot be started is reported as failed, so the VM does not wait for ever.
 
 pub mod cloud_init;
 mod executor;
+mod job_status;
 mod kubernetes;
+mod slots;
 mod workdir;
 
 pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
+pub use job_status::answer_job_status;
 pub use kubernetes::{KubernetesConfig, KubernetesExecutor, RunnerResources};
 pub use workdir::{prepare, WorkdirError};
 
@@ -18,10 +22,10 @@ use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
 use bus::{Bus, JobMessage, RunnerMessage};
-use domain::provisioning::{JobId, VmId};
+use domain::provisioning::{JobId, Provisioning, ProvisioningCommand, VmId};
 use runner::env;
 use secrecy::SecretString;
-use store::PgPool;
+use store::{Actor, CommandError, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Clone)]
@@ -47,58 +51,100 @@ pub struct Dispatcher {
     pub pool: PgPool,
     pub bus: Bus,
     pub executor: Arc<dyn Executor>,
+    /// How many runners this dispatcher keeps running at once (`PROVISIONING_MAX_RUNNERS`).
+    pub max_runners: usize,
+    /// Who claims jobs (`JobDispatched`): host and process, for the audit trail.
+    pub name: String,
 }
 
 impl Dispatcher {
-    /// Consumes jobs until cancelled, one at a time.
+    /// Takes jobs one at a time, each only once a runner slot is free, until cancelled.
     pub async fn run(self, cancel: CancellationToken) {
-        bus::run_consumer(
-            &self.bus,
-            "JOBS",
-            "dispatcher",
-            1,
-            &cancel,
-            |messages| async {
-                for message in messages {
-                    self.dispatch(message).await?;
-                }
-                Ok(())
-            },
-        )
-        .await;
+        slots::run(Arc::new(self), cancel).await;
     }
 
-    async fn dispatch(&self, message: Message) -> Result<(), bus::async_nats::Error> {
+    /// Handles one job message; whether a runner was started for it (it then holds a slot).
+    async fn dispatch(&self, message: Message) -> Result<bool, bus::async_nats::Error> {
         let job: JobMessage = match serde_json::from_slice(&message.payload) {
             Ok(job) => job,
             Err(e) => {
                 tracing::error!(error = %e, subject = %message.subject, "dropping a job message that does not parse");
-                return message.ack().await;
+                message.ack().await?;
+                return Ok(false);
             }
         };
-        match self.dispatch_job(&job).await {
-            Ok(()) => message.ack().await,
+        match self.dispatch_job(job.vm_id, job.job_id).await {
+            Ok(started) => {
+                message.ack().await?;
+                Ok(started)
+            }
             Err(e) => {
                 // Postgres or NATS is away for a moment: the job comes back later.
                 tracing::warn!(error = %e, "could not dispatch the job; it will be delivered again");
                 message
                     .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
-                    .await
+                    .await?;
+                Ok(false)
             }
         }
     }
 
-    #[tracing::instrument(skip_all, fields(vm_id = %job.vm_id, job_id = %job.job_id), err)]
-    async fn dispatch_job(&self, job: &JobMessage) -> Result<(), bus::async_nats::Error> {
-        if !store::job_waiting(&self.pool, job.vm_id, job.job_id).await? {
-            tracing::info!("the job has started or ended already; dropping the message");
-            return Ok(());
+    /// Claims the job through the VM (`JobDispatched`), then starts its runner with what the
+    /// event store says: the message names the job, nothing more. A job taken already (a
+    /// second delivery, another dispatcher), started or ended is left alone: no second
+    /// runner, no new working directory over the running one's.
+    #[tracing::instrument(skip_all, fields(%vm_id, %job_id), err)]
+    async fn dispatch_job(
+        &self,
+        vm_id: VmId,
+        job_id: JobId,
+    ) -> Result<bool, bus::async_nats::Error> {
+        let (vm, _) = store::load::<Provisioning>(&self.pool, &vm_id.to_string()).await?;
+        let (Some(active), Some(spec)) = (vm.lifecycle().active_job, vm.spec()) else {
+            tracing::info!("the VM has no active job; dropping the message");
+            return Ok(false);
+        };
+        if active.id != job_id || active.dispatched || active.started {
+            tracing::info!("the job was taken, started or ended already; dropping the message");
+            return Ok(false);
         }
-        if let Err(reason) = self.start(job).await {
-            tracing::error!(%reason, "could not start the runner");
-            report_failure(&self.bus, job.vm_id, job.job_id, reason).await?;
+        // Heard of before the claim: if this process dies between claim and start, the
+        // watchdog sees the claimed job silent and fails it (see docs/architecture.md).
+        store::liveness::touch(&self.pool, vm_id, job_id).await?;
+        let claim = ProvisioningCommand::ClaimJob {
+            job_id,
+            dispatcher: self.name.clone(),
+        };
+        let metadata = Metadata::new(Actor::Dispatcher, format!("{vm_id}/job/{job_id}"));
+        match store::execute::<Provisioning>(&self.pool, vm_id, claim, &metadata).await {
+            Ok(_) => {}
+            Err(CommandError::Rejected(e)) => {
+                tracing::info!(reason = %e, "the job is not ours to run; dropping the message");
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
         }
-        Ok(())
+        let job = JobMessage {
+            vm_id,
+            job_id,
+            action: active.action,
+            spec: spec.clone(),
+        };
+        match self.start(&job).await {
+            Ok(runner) => {
+                if let Err(e) =
+                    store::liveness::set_runner(&self.pool, vm_id, job_id, &runner).await
+                {
+                    tracing::warn!(error = %e, "could not record the runner's name");
+                }
+                Ok(true)
+            }
+            Err(reason) => {
+                tracing::error!(%reason, "could not start the runner");
+                report_failure(&self.bus, vm_id, job_id, reason).await?;
+                Ok(false)
+            }
+        }
     }
 
     async fn start(&self, job: &JobMessage) -> Result<String, String> {

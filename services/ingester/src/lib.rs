@@ -3,6 +3,7 @@
 //! one `RecordLogs` per run of consecutive lines, so one transaction per batch rather than
 //! per line, then `FinishJob`), and acks messages only after their command committed.
 
+mod liveness;
 mod watchdog;
 
 pub use watchdog::Watchdog;
@@ -57,11 +58,20 @@ impl Ingester {
                 }
             };
             let key = (parsed.vm_id, parsed.job_id);
+            if !jobs.iter().any(|(k, _)| *k == key) {
+                jobs.push((key, vec![]));
+            }
+            let Some((message, report)) = liveness::take_heartbeat(message, parsed.report).await
+            else {
+                continue;
+            };
             match jobs.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, list)) => list.push((message, parsed.report)),
-                None => jobs.push((key, vec![(message, parsed.report)])),
+                Some((_, list)) => list.push((message, report)),
+                None => jobs.push((key, vec![(message, report)])),
             }
         }
+        let heard: Vec<(VmId, JobId)> = jobs.iter().map(|(k, _)| *k).collect();
+        liveness::heard_from(&self.pool, heard).await;
         for ((vm, job), reports) in jobs {
             self.ingest_job(vm, job, reports).await;
         }
@@ -87,7 +97,14 @@ impl Ingester {
             command,
             mut messages,
         } = step;
+        let finishes = matches!(command, ProvisioningCommand::FinishJob { .. });
         match self.execute(vm, command.clone()).await {
+            Ok(()) if finishes => {
+                // The job ended: the watchdog has nothing more to watch.
+                if let Err(e) = store::liveness::forget(&self.pool, vm, job).await {
+                    tracing::warn!(%vm, %job, error = %e, "could not forget the job's liveness");
+                }
+            }
             Ok(()) => {}
             Err(CommandError::Rejected(ProvisioningError::LineGap { got, .. })) => {
                 // Record the lines before the gap now, so each delivery makes progress.
@@ -167,6 +184,8 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                 continue;
             }
             RunnerReport::Started { runner } => ProvisioningCommand::StartJob { job_id, runner },
+            // Taken out before (`liveness::take_heartbeat`): nothing to record.
+            RunnerReport::Heartbeat { .. } => continue,
             RunnerReport::Result {
                 exit_code,
                 outputs,

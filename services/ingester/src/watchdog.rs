@@ -1,13 +1,18 @@
 //! The watchdog: a job whose runner has said nothing for a long time (it died with its
-//! host, its Kubernetes pod never started, its messages cannot reach NATS) is failed, so
-//! its VM does not wait for ever and can be destroyed. Terraform prints a progress line
-//! every few seconds while it works, so silence means the runner is gone. Runs once, under
-//! a lease.
+//! host, its Kubernetes pod never started, its messages cannot reach NATS, the daemon died
+//! between claiming the job and starting its runner) is failed, so its VM does not wait for
+//! ever and can be destroyed, and its runner is stopped, so it changes nothing later.
+//! Silence is judged from the runner's own messages (a heartbeat every few seconds, every
+//! line, the result), recorded per job by the ingester in `job_liveness`; never from the
+//! read model, which a stalled projector would leave behind. Runs once, under a lease.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use dispatcher::Executor;
 use domain::provisioning::{Provisioning, ProvisioningCommand};
 use store::lease;
+use store::liveness::SilentJob;
 use store::{Actor, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -15,6 +20,8 @@ pub struct Watchdog {
     pub pool: PgPool,
     /// How long a job may stay silent.
     pub silence: Duration,
+    /// What stops the runner of a job the watchdog failed.
+    pub executor: Arc<dyn Executor>,
 }
 
 impl Watchdog {
@@ -23,27 +30,56 @@ impl Watchdog {
         lease::every(&self.pool, "watchdog", &cancel, every, || self.sweep()).await;
     }
 
-    /// Fails every silent job; returns how many.
+    /// Fails every silent job and stops its runner; returns how many were failed.
     #[tracing::instrument(skip_all, err)]
-    pub async fn sweep(&self) -> Result<usize, store::sqlx::Error> {
-        let silent = store::views::silent_jobs(&self.pool, self.silence).await?;
-        for (vm, job) in &silent {
-            let reason = format!(
-                "no word from the job's runner for {} s: it is presumed lost",
-                self.silence.as_secs()
-            );
-            tracing::warn!(%vm, %job, %reason, "failing a silent job");
-            let command = ProvisioningCommand::FinishJob {
-                job_id: *job,
-                outcome: bus::lost_job(reason),
-            };
-            let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
-            if let Err(e) = store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await
-            {
-                // The job moved on meanwhile (its result arrived): nothing to do.
-                tracing::info!(%vm, %job, error = %e, "the silent job was not failed");
+    pub async fn sweep(&self) -> Result<usize, store::StoreError> {
+        let mut failed = 0;
+        for silent in store::liveness::silent(&self.pool, self.silence).await? {
+            if self.judge(&silent).await? {
+                failed += 1;
+            }
+            store::liveness::forget(&self.pool, silent.vm, silent.job).await?;
+        }
+        Ok(failed)
+    }
+
+    /// Fails the job if it still runs; whether it did.
+    async fn judge(&self, silent: &SilentJob) -> Result<bool, store::StoreError> {
+        let SilentJob { vm, job, runner } = silent;
+        let (state, _) = store::load::<Provisioning>(&self.pool, &vm.to_string()).await?;
+        match state.lifecycle().active_job.filter(|j| j.id == *job) {
+            // It ended: the row is left over from a late message.
+            None => return Ok(false),
+            // Waiting for a runner slot again (its claim never happened): the dispatcher
+            // records it anew when it claims the job.
+            Some(active) if !active.dispatched && !active.started => return Ok(false),
+            Some(_) => {}
+        }
+        let reason = format!(
+            "no word from the job's runner for {} s: it is presumed lost",
+            self.silence.as_secs()
+        );
+        tracing::warn!(%vm, %job, %reason, "failing a silent job");
+        let command = ProvisioningCommand::FinishJob {
+            job_id: *job,
+            outcome: bus::lost_job(reason),
+        };
+        let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
+        if let Err(e) = store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await {
+            // The job moved on meanwhile (its result arrived): nothing to do.
+            tracing::info!(%vm, %job, error = %e, "the silent job was not failed");
+            return Ok(false);
+        }
+        match runner {
+            Some(runner) => {
+                if let Err(e) = self.executor.stop(runner).await {
+                    tracing::error!(%vm, %job, %runner, error = %e, "could not stop the runner");
+                }
+            }
+            None => {
+                tracing::warn!(%vm, %job, "the job's runner was never recorded: nothing to stop")
             }
         }
-        Ok(silent.len())
+        Ok(true)
     }
 }

@@ -26,3 +26,6 @@ pub const NAME: &str = "RUNNER_NAME";
 pub const SECRET_ENV: &str = "RUNNER_SECRET_ENV";
 /// `json` for JSON log lines on stderr.
 pub const LOG_FORMAT: &str = "PROVISIONING_LOG_FORMAT";
+/// Seconds between the runner's heartbeats (10 when unset): the watchdog's silence limit
+/// (`PROVISIONING_JOB_SILENCE_SECS`) must be well above it.
+pub const HEARTBEAT_SECS: &str = "RUNNER_HEARTBEAT_SECS";

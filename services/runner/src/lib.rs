@@ -4,8 +4,10 @@
 //! comes, and ends with a result carrying the exit code and `terraform output -json`.
 //! The exit code decides success, never the text of a line.
 
+mod active;
 mod config;
 pub mod env;
+mod heartbeat;
 mod lines;
 mod redact;
 mod terraform;
@@ -43,6 +45,12 @@ impl From<bus::SendError> for RunnerError {
 /// Terraform's exit code: a non-zero exit tells the executor the job went unreported.
 pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
+    if active::job_is_active(&bus, &config).await == Some(false) {
+        // Failed (by the watchdog) or ended meanwhile: nothing to run, nothing to report.
+        tracing::warn!(vm_id = %config.vm_id, job_id = %config.job_id, "the job is no longer active; not running Terraform");
+        return Ok(0);
+    }
+    let _beating = heartbeat::start(&bus, &config);
     let mut out = Reporter {
         publisher: Publisher::new(bus.jetstream.clone(), 64),
         bus,

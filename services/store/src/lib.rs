@@ -8,6 +8,7 @@ mod db;
 mod events;
 pub mod feed;
 pub mod lease;
+pub mod liveness;
 pub mod views;
 
 pub use command::{

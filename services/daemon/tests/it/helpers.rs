@@ -130,6 +130,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         json_logs: false,
         job_silence: std::time::Duration::from_secs(1800),
         credentials_file: None,
+        max_runners: 4,
         kubernetes: None,
     }
 }

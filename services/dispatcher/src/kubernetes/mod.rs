@@ -142,4 +142,21 @@ impl Executor for KubernetesExecutor {
         tracing::info!(job = %name, action = launch.action.as_str(), "runner Job created");
         Ok(qualified)
     }
+
+    /// Deletes the Job with background propagation: its pod (and the ConfigMap it owns) go
+    /// too. A Job already gone is no error.
+    async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {
+        let prefix = format!("kubernetes:{}/", self.config.namespace);
+        let name = runner
+            .strip_prefix(&prefix)
+            .ok_or_else(|| ExecutorError(format!("{runner:?} is not a Job of this executor")))?;
+        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        match jobs.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(e) => return Err(ExecutorError(format!("could not delete Job {runner}: {e}"))),
+        }
+        tracing::info!(job = %name, "runner Job deleted");
+        Ok(())
+    }
 }
