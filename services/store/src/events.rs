@@ -2,7 +2,7 @@
 //! the dispatcher check against the source of truth.
 
 use cqrs_es::Aggregate;
-use domain::provisioning::{JobId, Provisioning, VmId};
+use domain::provisioning::{Provisioning, VmId};
 use serde::Serialize;
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -103,23 +103,4 @@ impl From<AuditRow> for AuditEvent {
             data: row.data,
         }
     }
-}
-
-/// Whether a job is queued and waits for its runner: not started, not ended (failed by
-/// the dispatcher or the watchdog, say). Read from the events, the source of truth, so a
-/// lagging read model cannot hide a job.
-pub async fn job_waiting(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, sqlx::Error> {
-    let (queued, moved_on): (Option<bool>, Option<bool>) = sqlx::query_as(
-        "SELECT bool_or(event_type = 'JobQueued'),
-                bool_or(event_type IN ('JobStarted', 'Applied', 'Failed', 'Destroyed'))
-         FROM events
-         WHERE aggregate_type = $1 AND aggregate_id = $2
-           AND (payload::jsonb->'data'->>'job_id')::bigint = $3",
-    )
-    .bind(Provisioning::TYPE)
-    .bind(vm.to_string())
-    .bind(i64::from(job.get()))
-    .fetch_one(pool)
-    .await?;
-    Ok(queued.unwrap_or(false) && !moved_on.unwrap_or(false))
 }

@@ -16,6 +16,6 @@ pub use command::{
 };
 pub use db::{connect, migrate, StoreError};
 pub use domain::Actor;
-pub use events::{job_waiting, last_sequence, last_sequence_of, vm_events, AuditEvent};
+pub use events::{last_sequence, last_sequence_of, vm_events, AuditEvent};
 
 pub use sqlx::{self, PgPool};

@@ -191,26 +191,3 @@ pub async fn view_at(
     }
     Ok(Some((view, first, last)))
 }
-
-/// The VMs whose active job has shown no sign of life (no event at all: Terraform prints a
-/// progress line every few seconds while it works) for `silence`.
-pub async fn silent_jobs(
-    pool: &PgPool,
-    silence: std::time::Duration,
-) -> Result<Vec<(VmId, domain::provisioning::JobId)>, sqlx::Error> {
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
-        "SELECT id, (state->'lifecycle'->'active_job'->>'id')::bigint FROM vm_views
-         WHERE jsonb_typeof(state->'lifecycle'->'active_job') = 'object'
-           AND updated_at < now() - make_interval(secs => $1)",
-    )
-    .bind(silence.as_secs_f64())
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, job)| {
-            let job = domain::provisioning::JobId::new(u32::try_from(job).unwrap_or_default());
-            (VmId::from(id), job)
-        })
-        .collect())
-}

@@ -79,7 +79,7 @@ pub async fn try_spawn_app(
 /// The `provisioning-runner` of this build. It is the runner crate's binary, and cargo builds
 /// only this crate's binaries for its tests: it is built here, once per test run, into the
 /// target directory and profile of the tests (a no-op when it is up to date).
-fn runner_bin() -> std::path::PathBuf {
+pub fn runner_bin() -> std::path::PathBuf {
     static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         // The tests run from `<target>/<profile>/deps/`.
@@ -423,4 +423,19 @@ pub fn vm_spec(name: &str) -> domain::provisioning::VmSpec {
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "ubuntu".into(),
     }
+}
+
+/// A Terraform wrapper script in `dir`: runs `body` (a shell fragment that may use `$DIR`,
+/// `$REAL` and `"$@"`), then the real Terraform of `TERRAFORM_BIN`.
+pub fn terraform_wrapper(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let real = std::env::var("TERRAFORM_BIN").unwrap_or_else(|_| "terraform".into());
+    let path = dir.join("terraform-wrapper.sh");
+    let script = format!(
+        "#!/bin/sh\nDIR='{}'\nREAL='{real}'\n{body}\nexec \"$REAL\" \"$@\"\n",
+        dir.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
 }

@@ -25,7 +25,10 @@ async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
 
     let events = app.events(&id).await;
     let types = types(&events);
-    assert_eq!(types[..3], ["Requested", "JobQueued", "JobStarted"]);
+    assert_eq!(
+        types[..4],
+        ["Requested", "JobQueued", "JobDispatched", "JobStarted"]
+    );
     assert_eq!(types.last(), Some(&"Applied"));
     assert!(types.contains(&"LogLine"));
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();

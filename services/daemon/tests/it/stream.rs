@@ -78,7 +78,10 @@ async fn an_sse_client_connected_before_the_create_sees_status_changes_and_log_l
     let events = watcher.await.unwrap();
 
     let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
-    assert_eq!(names[..3], ["Requested", "JobQueued", "JobStarted"]);
+    assert_eq!(
+        names[..4],
+        ["Requested", "JobQueued", "JobDispatched", "JobStarted"]
+    );
     assert!(names.contains(&"LogLine"));
     assert_eq!(names.last(), Some(&"Applied"));
     let ids: Vec<u64> = events.iter().map(|e| e.id).collect();

@@ -372,3 +372,31 @@ fn names_are_dns_labels_unique_per_vm_and_job() {
     assert!(name.starts_with("prov-") && !name.ends_with('-'));
     assert!(name.contains(VM));
 }
+
+#[tokio::test]
+async fn stopping_a_runner_deletes_its_job_in_the_background_and_a_gone_job_is_no_error() {
+    let (executor, mut server) = executor();
+    let path = format!("{JOBS}/{NAME}");
+    let scenario = tokio::spawn(async move {
+        for status in [StatusCode::OK, StatusCode::NOT_FOUND] {
+            let (body, _, send) = expect(&mut server, Method::DELETE, &path).await;
+            assert_eq!(body["propagationPolicy"], "Background");
+            let answer = match status {
+                StatusCode::OK => {
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})
+                }
+                _ => json!({
+                    "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "NotFound", "code": 404,
+                    "message": format!("jobs.batch \"{NAME}\" not found"),
+                }),
+            };
+            respond(send, status, answer);
+        }
+    });
+    let runner = format!("kubernetes:provisioning/{NAME}");
+    executor.stop(&runner).await.unwrap();
+    executor.stop(&runner).await.unwrap();
+    within_a_second(scenario).await;
+    assert!(executor.stop("kubernetes:elsewhere/x").await.is_err());
+}
