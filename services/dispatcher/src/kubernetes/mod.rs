@@ -125,7 +125,15 @@ impl Executor for KubernetesExecutor {
                 let existing = jobs.get(&name).await.map_err(|e| api_error("Job", e))?;
                 (false, existing.metadata.uid)
             }
-            Err(e) => return Err(api_error("Job", e)),
+            // The API server may have created the Job and failed to answer (a timeout):
+            // read it back before reporting the job failed while its pod runs.
+            Err(e) => match jobs.get_opt(&name).await {
+                Ok(Some(existing)) => {
+                    tracing::warn!(job = %name, error = %e, "the Job was created despite the error");
+                    (true, existing.metadata.uid)
+                }
+                _ => return Err(api_error("Job", e)),
+            },
         };
         let uid = uid.ok_or_else(|| ExecutorError(format!("Job {qualified} has no uid")))?;
         let config_map = manifest::config_map(&launch, &self.config, files, &uid);

@@ -400,3 +400,53 @@ async fn stopping_a_runner_deletes_its_job_in_the_background_and_a_gone_job_is_n
     within_a_second(scenario).await;
     assert!(executor.stop("kubernetes:elsewhere/x").await.is_err());
 }
+
+#[tokio::test]
+async fn a_job_created_despite_an_error_answer_is_read_back_and_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (_, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        let timeout = json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "Timeout", "code": 504, "message": "the server was unable to return a response in the time allotted",
+        });
+        respond(send, StatusCode::GATEWAY_TIMEOUT, timeout);
+        let (_, _, send) = expect(&mut server, Method::GET, &format!("{JOBS}/{NAME}")).await;
+        respond(
+            send,
+            StatusCode::OK,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
+        );
+        let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
+        assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
+        respond(send, StatusCode::CREATED, created(config_map, "cm-uid"));
+    });
+    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    within_a_second(scenario).await;
+    assert_eq!(result.unwrap(), format!("kubernetes:provisioning/{NAME}"));
+}
+
+#[tokio::test]
+async fn a_job_that_cannot_be_created_and_does_not_exist_fails_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (_, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        let forbidden = json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "Forbidden", "code": 403, "message": "jobs.batch is forbidden",
+        });
+        respond(send, StatusCode::FORBIDDEN, forbidden);
+        let (_, _, send) = expect(&mut server, Method::GET, &format!("{JOBS}/{NAME}")).await;
+        let not_found = json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "not found",
+        });
+        respond(send, StatusCode::NOT_FOUND, not_found);
+    });
+    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    within_a_second(scenario).await;
+    let error = result.unwrap_err().to_string();
+    assert!(error.contains("forbidden"), "{error}");
+}
