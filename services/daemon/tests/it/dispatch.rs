@@ -1,6 +1,7 @@
 //! The dispatcher: a limit on runners, jobs in order, one runner per job however often its
 //! message comes, and runners that outlive a daemon restart.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use daemon::Roles;
@@ -8,7 +9,7 @@ use domain::provisioning::*;
 use serde_json::json;
 use store::{Actor, Metadata};
 
-use crate::helpers::{terraform_wrapper, try_spawn_app, vm_spec, TestApp};
+use crate::helpers::{runner_bin, terraform_wrapper, try_spawn_app, vm_spec, TestApp};
 
 /// The events of `event_type`, in commit order: (VM id, actor).
 pub async fn events_of(app: &TestApp, event_type: &str) -> Vec<(String, Option<String>)> {
@@ -163,12 +164,31 @@ async fn a_job_delivered_twice_starts_one_runner_and_keeps_its_working_directory
 async fn a_daemon_restarted_while_its_runner_works_ends_the_job_applied() {
     let tf = tempfile::tempdir().unwrap();
     let wrapper = terraform_wrapper(tf.path(), r#"[ "$1" = apply ] && sleep 4"#);
-    let mut app = try_spawn_app(Roles::ALL, |c| c.terraform_bin = wrapper)
-        .await
-        .unwrap();
+    // The runner notes its pid and process group, then is the real runner.
+    let runner = tf.path().join("runner.sh");
+    std::fs::write(
+        &runner,
+        format!(
+            "#!/bin/sh\necho $$ $(cut -d' ' -f5 /proc/$$/stat) > '{}'\nexec '{}'\n",
+            tf.path().join("group").display(),
+            runner_bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut app = try_spawn_app(Roles::ALL, |c| {
+        c.terraform_bin = wrapper;
+        c.runner_bin = runner;
+    })
+    .await
+    .unwrap();
     let id = app.create_ok(json!({})).await;
     app.wait_for_status(&id, "provisioning").await;
     app.stop().await;
+
+    let group = std::fs::read_to_string(tf.path().join("group")).unwrap();
+    let (pid, pgid) = group.trim().split_once(' ').unwrap();
+    assert_eq!(pid, pgid, "the runner leads a process group of its own");
 
     let replica = app.spawn_replica().await;
     let vm = replica.wait_for_status(&id, "provisioned").await;
