@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use domain::provisioning::{ProvisioningEvent, ValueError, VmId};
+use cqrs_es::Aggregate;
+use domain::provisioning::{Provisioning, ProvisioningEvent, ValueError, VmId};
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
 use time::OffsetDateTime;
@@ -44,7 +45,7 @@ impl FeedEvent {
 
     /// The VM and its event, for an event of the `Provisioning` aggregate.
     pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, UndecodableEvent> {
-        if self.aggregate_type != "Provisioning" {
+        if self.aggregate_type != Provisioning::TYPE {
             return Ok(None);
         }
         let undecodable = |reason: String| UndecodableEvent {
