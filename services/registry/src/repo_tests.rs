@@ -37,23 +37,13 @@ fn project(registry: &Registry, id: &str) -> (String, Expression) {
 fn the_nrec_providers_share_the_openstack_files_and_differ_only_in_their_project() {
     let registry = repo();
     // What each of the three folders declared when they were copies of one another.
-    let variables = strings(&[
-        "vm_id",
-        "vm_name",
-        "public_key",
-        "image_name",
-        "flavor_name",
-        "allow_ssh_from_v4",
-        "username",
-        "user_data",
-        "boot_callback_url",
-        "phone_home_url",
-        "duration_hours",
+    let mut variables = strings(COMMON_VARIABLES);
+    variables.extend(strings(&[
         "region",
         "auth_url",
         "domain_name",
         "network_name",
-    ]);
+    ]));
     let mut shared = None;
     for id in ["nrec", "nrec-uio", "nrec-uib"] {
         let provider = registry.provider(id).unwrap();
