@@ -181,6 +181,10 @@ mod tests {
             .expect("the ingester is defined");
         // The ingester pulls up to 500 at a time; a job that prints thousands of lines
         // while one is late keeps them pending, and must leave room for the others.
-        assert!(ingester.max_ack_pending >= 10_000, "{}", ingester.max_ack_pending);
+        assert!(
+            ingester.max_ack_pending >= 10_000,
+            "{}",
+            ingester.max_ack_pending
+        );
     }
 }

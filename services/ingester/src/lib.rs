@@ -220,7 +220,11 @@ fn placeholder(
             Some(ProvisioningCommand::FinishJob {
                 job_id,
                 outcome: JobOutcome {
-                    exit_code: if outcome.exit_code == 0 { 1 } else { outcome.exit_code },
+                    exit_code: if outcome.exit_code == 0 {
+                        1
+                    } else {
+                        outcome.exit_code
+                    },
                     outputs: Default::default(),
                     diagnostics: vec![domain::provisioning::Diagnostic {
                         severity: domain::provisioning::Severity::Error,
