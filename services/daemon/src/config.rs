@@ -29,6 +29,8 @@ pub struct Config {
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
+    /// The statement and idle-in-transaction timeouts of the daemon's Postgres sessions.
+    pub db_limits: store::SessionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,8 +132,35 @@ impl Config {
                 }
             },
             kubernetes,
+            db_limits: db_limits(&var)?,
         })
     }
+}
+
+/// `PROVISIONING_DB_STATEMENT_TIMEOUT_SECS` and
+/// `PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS`, over the defaults.
+fn db_limits(var: &dyn Fn(&str) -> Option<String>) -> Result<store::SessionLimits, ConfigError> {
+    let secs = |name: &'static str, default: std::time::Duration| match var(name) {
+        None => Ok(default),
+        Some(v) => match v.parse::<u64>() {
+            Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
+            _ => Err(ConfigError {
+                name,
+                reason: "must be a number of seconds above 0".into(),
+            }),
+        },
+    };
+    let defaults = store::SessionLimits::default();
+    Ok(store::SessionLimits {
+        statement_timeout: secs(
+            "PROVISIONING_DB_STATEMENT_TIMEOUT_SECS",
+            defaults.statement_timeout,
+        )?,
+        idle_in_transaction_timeout: secs(
+            "PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS",
+            defaults.idle_in_transaction_timeout,
+        )?,
+    })
 }
 
 /// The Kubernetes executor's settings (`PROVISIONING_EXECUTOR=kubernetes`), or `None` for

@@ -266,6 +266,11 @@ async fn commit<A: Stored>(
         .map(serde_json::to_value)
         .collect::<Result<Vec<Value>, _>>()?;
     let mut tx = pool.begin().await?;
+    // Before the transaction has an xid: the feed's commit horizon waits only for
+    // transactions holding this lock (see `feed::horizon`).
+    sqlx::query("LOCK TABLE events IN ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
     let inserted = insert_events(&mut tx, A::TYPE, id, before, events, payloads, metadata);
     let positions = match inserted.await {
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(None),

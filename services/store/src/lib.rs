@@ -5,6 +5,7 @@
 pub mod catalog;
 mod command;
 mod db;
+pub mod dead_letters;
 mod events;
 pub mod feed;
 pub mod lease;
@@ -13,7 +14,7 @@ pub mod views;
 pub use command::{
     execute, execute_all, load, CommandError, Committed, Metadata, Recorded, Stored, RETRY_FOR,
 };
-pub use db::{connect, migrate, StoreError};
+pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
 pub use events::{job_waiting, last_sequence, last_sequence_of, vm_events, AuditEvent};
 

@@ -7,6 +7,7 @@ mod database;
 mod helpers;
 mod ingester;
 mod lifecycle;
+mod poison;
 mod providers;
 mod relay;
 mod scale;
