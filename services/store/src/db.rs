@@ -17,6 +17,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// How long taking a connection from the pool (opening one included) may take.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Connects to the database of `url`, creating the database first if it does not exist.
 #[tracing::instrument(skip_all, err)]
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
@@ -32,7 +35,9 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, StoreErr
     let options = PgConnectOptions::from_str(url)?.application_name("provisioningd");
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        // A request waits at most this long for a connection: with the database out of
+        // reach, a command is answered 503 within seconds, not left hanging.
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(options)
         .await?;
     Ok(pool)

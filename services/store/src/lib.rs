@@ -7,11 +7,14 @@ mod command;
 mod db;
 mod events;
 pub mod feed;
+pub mod idempotency;
 pub mod lease;
+pub mod projected;
 pub mod views;
 
 pub use command::{
-    execute, execute_all, load, CommandError, Committed, Metadata, Recorded, Stored, RETRY_FOR,
+    execute, execute_all, execute_with, load, CommandError, Committed, Metadata, Receipt, Recorded,
+    Stored, RETRY_FOR,
 };
 pub use db::{connect, migrate, StoreError};
 pub use domain::Actor;
