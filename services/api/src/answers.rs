@@ -137,7 +137,9 @@ fn min_position(query: Option<&str>, headers: &HeaderMap) -> Result<Option<i64>,
         .unwrap_or_default()
         .split('&')
         .find_map(|pair| pair.strip_prefix("min_position="));
-    let from_header = headers.get(POSITION_HEADER).map(|v| v.to_str().unwrap_or("?"));
+    let from_header = headers
+        .get(POSITION_HEADER)
+        .map(|v| v.to_str().unwrap_or("?"));
     let Some(text) = from_query.or(from_header) else {
         return Ok(None);
     };
@@ -171,10 +173,16 @@ mod tests {
     fn the_position_comes_from_the_query_or_the_header() {
         let mut headers = HeaderMap::new();
         assert_eq!(min_position(None, &headers).unwrap(), None);
-        assert_eq!(min_position(Some("after=3&min_position=42"), &headers).unwrap(), Some(42));
+        assert_eq!(
+            min_position(Some("after=3&min_position=42"), &headers).unwrap(),
+            Some(42)
+        );
         headers.insert(POSITION_HEADER, HeaderValue::from(7));
         assert_eq!(min_position(None, &headers).unwrap(), Some(7));
-        assert_eq!(min_position(Some("min_position=9"), &headers).unwrap(), Some(9));
+        assert_eq!(
+            min_position(Some("min_position=9"), &headers).unwrap(),
+            Some(9)
+        );
         assert!(min_position(Some("min_position=x"), &HeaderMap::new()).is_err());
     }
 }

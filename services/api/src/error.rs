@@ -126,9 +126,9 @@ pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) ->
 /// A command the store could not commit: it lost every race, or the database failed.
 fn command_not_stored<E: Error + Send + Sync + 'static>(e: CommandError<E>) -> ApiError {
     match e {
-        CommandError::Conflict => ApiError::Unavailable(format!(
-            "{e}; nothing was changed, retry the request"
-        )),
+        CommandError::Conflict => {
+            ApiError::Unavailable(format!("{e}; nothing was changed, retry the request"))
+        }
         CommandError::Store(store::StoreError::Database(db)) => db.into(),
         e => ApiError::internal(e),
     }

@@ -66,10 +66,12 @@ fn without_projector() -> Roles {
 }
 
 async fn vm_count(app: &TestApp) -> i64 {
-    store::sqlx::query_scalar("SELECT count(DISTINCT aggregate_id) FROM events WHERE aggregate_type = 'Provisioning'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    store::sqlx::query_scalar(
+        "SELECT count(DISTINCT aggregate_id) FROM events WHERE aggregate_type = 'Provisioning'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -82,7 +84,10 @@ async fn commands_are_answered_from_their_events_while_the_read_model_lags() {
     let created = create(&app, &vm_request(json!({"name": "lagging"})), None).await;
     assert_eq!(created.status, 202, "{}", created.body);
     let vm: Vm = created.json();
-    assert_eq!((vm.name.as_str(), vm.status.as_str()), ("lagging", "requested"));
+    assert_eq!(
+        (vm.name.as_str(), vm.status.as_str()),
+        ("lagging", "requested")
+    );
     let position = created.position.expect("the create's position");
 
     let destroyed = destroy(&app, &vm.id, None).await;
@@ -131,7 +136,11 @@ async fn a_get_with_a_commands_position_shows_its_effect() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0], destroyed.json::<Vm>());
 
-    let bad = app.get("/api/v1/vms?min_position=soon").send().await.unwrap();
+    let bad = app
+        .get("/api/v1/vms?min_position=soon")
+        .send()
+        .await
+        .unwrap();
     let problem: Problem = Reply::of(bad).await.json();
     assert_eq!(problem.code, "invalid_field");
 }
@@ -171,9 +180,18 @@ async fn an_idempotency_key_makes_retried_creates_and_destroys_safe() {
     assert_eq!(again.status, 202, "{}", again.body);
     assert_eq!(again.json::<Vm>(), first.json::<Vm>());
     assert_eq!(again.position, first.position);
-    assert_eq!(vm_count(&app).await, 1, "one VM for two sends of one request");
+    assert_eq!(
+        vm_count(&app).await,
+        1,
+        "one VM for two sends of one request"
+    );
 
-    let other = create(&app, &vm_request(json!({"name": "other"})), Some("create-1")).await;
+    let other = create(
+        &app,
+        &vm_request(json!({"name": "other"})),
+        Some("create-1"),
+    )
+    .await;
     assert_eq!(other.status, 422, "{}", other.body);
     assert!(other.body.contains("Idempotency-Key"), "{}", other.body);
 
@@ -257,7 +275,11 @@ async fn a_destroy_racing_a_flood_of_log_lines_is_never_answered_500() {
         statuses.iter().all(|s| [202, 409, 503].contains(s)),
         "{statuses:?}"
     );
-    assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 202).count(),
+        1,
+        "{statuses:?}"
+    );
     for reply in replies.iter().filter(|r| r.status == 503) {
         assert!(reply.retry_after.is_some());
     }

@@ -68,8 +68,16 @@ async fn commands_answer_503_soon_and_write_nothing_while_the_database_is_unreac
         assert_unavailable_soon(create(&app, &body, None).await, started).await;
         let started = Instant::now();
         assert_unavailable_soon(destroy(&app, &vm.id, None).await, started).await;
-        assert_eq!(events_of(&app, &id).await, 0, "{mode:?}: nothing of the create");
-        assert_eq!(events_of(&app, &vm.id).await, 2, "{mode:?}: nothing of the destroy");
+        assert_eq!(
+            events_of(&app, &id).await,
+            0,
+            "{mode:?}: nothing of the create"
+        );
+        assert_eq!(
+            events_of(&app, &vm.id).await,
+            2,
+            "{mode:?}: nothing of the destroy"
+        );
 
         proxy.set(Mode::Open);
         // The pool opens new connections: the same create goes through now.

@@ -99,7 +99,11 @@ async fn serve(mut client: TcpStream, target: SocketAddr, mut mode: watch::Recei
 pub fn target_of(url: &str) -> SocketAddr {
     let url = url::Url::parse(url).unwrap();
     let host = url.host_str().unwrap_or("127.0.0.1");
-    let host = if host == "localhost" { "127.0.0.1" } else { host };
+    let host = if host == "localhost" {
+        "127.0.0.1"
+    } else {
+        host
+    };
     format!("{host}:{}", url.port().unwrap_or(5432))
         .parse()
         .expect("the test database is on a numeric address")

@@ -110,13 +110,24 @@ async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<A
         .ok_or_else(exists)?;
     // The VM as its create left it: the answer the first request got.
     let events = Provisioning::default()
-        .decide(ProvisioningCommand::Request { spec: first.clone() }, &())
+        .decide(
+            ProvisioningCommand::Request {
+                spec: first.clone(),
+            },
+            &(),
+        )
         .map_err(ApiError::internal)?;
     let mut view = VmView::default();
     for (sequence, event) in (1..).zip(&events) {
         view.update(sequence, event);
     }
-    let body = vm_out(vm, first, &view.lifecycle, requested.first_at, requested.last_at);
+    let body = vm_out(
+        vm,
+        first,
+        &view.lifecycle,
+        requested.first_at,
+        requested.last_at,
+    );
     Ok(Answered::new(
         StatusCode::ACCEPTED,
         &body,

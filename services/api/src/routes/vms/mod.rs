@@ -151,6 +151,15 @@ async fn run(
     let pool = &state.pool;
     let committed =
         store::execute_with(pool, vm, &(), vec![command], metadata, receipt.as_ref()).await?;
+    if key.is_some() {
+        // Each new key clears a few expired ones, so the table stays as small as a day's keys.
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store::idempotency::expire(&pool, 100).await {
+                tracing::warn!(%error, "could not delete expired idempotency keys");
+            }
+        });
+    }
     // `None`: another request holds the key; the caller answers with its kept answer.
     Ok(committed.map(|committed| {
         let (status, body) = answer(&committed);
