@@ -17,6 +17,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// How long taking a connection from the pool (opening one included) may take.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Limits every session of the daemon sets, so that one of its own transactions left open
 /// (a replica whose host died between `INSERT` and `COMMIT`, a stuck statement) cannot
 /// hold the feed's commit horizon, or a lock, for longer than this.
@@ -73,7 +76,9 @@ pub async fn connect_with(
         ]);
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        // A request waits at most this long for a connection: with the database out of
+        // reach, a command is answered 503 within seconds, not left hanging.
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(options)
         .await?;
     Ok(pool)

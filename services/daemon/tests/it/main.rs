@@ -1,5 +1,6 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
+mod answers;
 mod api;
 mod app_thread;
 mod catalog;
@@ -7,8 +8,11 @@ mod database;
 mod helpers;
 mod ingester;
 mod lifecycle;
+mod load;
+mod outage;
 mod poison;
 mod providers;
+mod proxy;
 mod relay;
 mod scale;
 mod snapshots;
