@@ -41,11 +41,7 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
     let mut out = Reporter {
-        publisher: publish::RetryingPublisher::new(
-            bus.jetstream.clone(),
-            64,
-            config.publish_retry,
-        ),
+        publisher: publish::RetryingPublisher::new(bus.jetstream.clone(), 64, config.publish_retry),
         interrupts,
         bus,
         config: &config,
@@ -168,11 +164,10 @@ impl Reporter<'_> {
             job_id: self.config.job_id,
             report,
         };
-        let subject = self.bus.subjects.runner(
-            message.vm_id,
-            message.job_id,
-            message.report.subject_kind(),
-        );
+        let subject =
+            self.bus
+                .subjects
+                .runner(message.vm_id, message.job_id, message.report.subject_kind());
         let payload = serde_json::to_vec(&message)?;
         self.publisher
             .publish(subject, message.message_id(), payload.into())

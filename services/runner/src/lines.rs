@@ -202,7 +202,12 @@ mod tests {
         let lines = read_all(b"caf\xe9 ok\n\xff\xfe\nnext line\nlast without newline").await;
         assert_eq!(
             lines,
-            ["caf\u{FFFD} ok", "\u{FFFD}\u{FFFD}", "next line", "last without newline"]
+            [
+                "caf\u{FFFD} ok",
+                "\u{FFFD}\u{FFFD}",
+                "next line",
+                "last without newline"
+            ]
         );
     }
 
@@ -221,7 +226,10 @@ mod tests {
     #[test]
     fn nul_characters_are_escaped_also_when_json_encoded() {
         assert_eq!(clean("a\0b"), "a\\0b");
-        let parsed = parse_line(r#"{"@level":"info","@message":"a\u0000b","type":"log"}"#, false);
+        let parsed = parse_line(
+            r#"{"@level":"info","@message":"a\u0000b","type":"log"}"#,
+            false,
+        );
         assert_eq!(clean(&parsed.message), "a\\0b");
         assert!(!clean(&parsed.message).contains('\0'));
     }

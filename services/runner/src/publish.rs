@@ -56,7 +56,11 @@ impl RetryingPublisher {
             .payload(payload.clone())
             .message_id(&id);
         // A failed send is retried with the oldest message's acknowledgement.
-        let ack = self.jetstream.send_publish(subject.clone(), message).await.ok();
+        let ack = self
+            .jetstream
+            .send_publish(subject.clone(), message)
+            .await
+            .ok();
         self.pending.push_back(Pending {
             subject,
             id,
