@@ -2,6 +2,7 @@
 
 mod api;
 mod app_thread;
+mod backend_role;
 mod catalog;
 mod database;
 mod helpers;
