@@ -49,7 +49,11 @@ async fn the_runners_role_keeps_terraform_state_but_cannot_write_events() {
     .unwrap();
     let conn_str = server_url(&state_db).replacen("://postgres@", &format!("://{role}@"), 1);
     let conn_str = format!("{conn_str}?sslmode=disable");
-    let init = terraform(dir.path(), &conn_str, &["init", "-input=false", "-no-color"]);
+    let init = terraform(
+        dir.path(),
+        &conn_str,
+        &["init", "-input=false", "-no-color"],
+    );
     let apply = terraform(
         dir.path(),
         &conn_str,
