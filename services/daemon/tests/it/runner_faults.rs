@@ -122,8 +122,10 @@ async fn an_apply_survives_a_ten_second_nats_outage() {
     let dir = tempfile::tempdir().unwrap();
     let terraform = terraform_wrapper(
         dir.path(),
+        // About 20 lines a second: far more lines than acknowledgements the runner lets
+        // wait while NATS is away, so it has to send again.
         r#"echo go > "$DIR/applying"
-for i in $(seq 1 70); do echo "marker $i"; sleep 0.2; done
+for i in $(seq 1 300); do echo "marker $i"; sleep 0.05; done
 exec "$REAL" "$@""#,
     );
     let url = nats.url();
@@ -144,7 +146,7 @@ exec "$REAL" "$@""#,
     app.wait_for_status(&id, "provisioned").await;
     let logs = logs(&app, &id).await;
     let markers = messages_starting(&logs, "marker ");
-    let expected: Vec<String> = (1..=70).map(|i| format!("marker {i}")).collect();
+    let expected: Vec<String> = (1..=300).map(|i| format!("marker {i}")).collect();
     assert_eq!(markers, expected, "every line once, in order");
     let lines: Vec<i64> = logs.iter().map(|l| l.line).collect();
     assert_eq!(lines, (1..=logs.len() as i64).collect::<Vec<_>>());
