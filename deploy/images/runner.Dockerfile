@@ -41,5 +41,10 @@ ENV TERRAFORM_BIN=/usr/local/bin/terraform \
     CHECKPOINT_DISABLE=1
 USER 10001
 WORKDIR /work
+# The runner is PID 1 (the Job's command is `provisioning-runner`). It installs its SIGTERM
+# and SIGINT handlers before anything else, so the kernel does not ignore them as it would
+# for a PID 1 without handlers: on SIGTERM it interrupts Terraform, reports what it prints
+# and its result, and exits. It waits for every Terraform process it starts; a provider
+# plugin orphaned by a killed Terraform stays a zombie until the pod ends with its job.
 ENTRYPOINT []
 CMD ["provisioning-runner"]

@@ -8,21 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 log() { echo "run: $*" >&2; }
 
-if ! command -v cargo >/dev/null; then
-  if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
-  else
-    log "cargo not found. Install Rust with rustup:"
-    log "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y"
-    log "  . \"\$HOME/.cargo/env\""
-    exit 1
-  fi
-fi
-
-bash deploy/local/ensure-services.sh
-TERRAFORM_BIN="$(bash deploy/local/install-terraform.sh)"
-export TERRAFORM_BIN
-log "Terraform: $TERRAFORM_BIN"
+source deploy/local/prelude.sh
 
 log "cargo build --bins -p daemon -p runner"
 cargo build --bins -p daemon -p runner

@@ -6,6 +6,7 @@ use super::commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 use super::error::ProvisioningError;
 use super::events::{JobAction, ProvisioningEvent, Severity};
 use super::lifecycle::{ActiveJob, Lifecycle, VmStatus};
+use super::limits;
 use super::values::{JobId, VmSpec};
 use crate::Decide;
 
@@ -193,19 +194,22 @@ fn new_lines(
         .map(|l| ProvisioningEvent::LogLine {
             job_id: job.id,
             line: l.line,
-            level: l.level,
-            kind: l.kind,
-            message: l.message,
+            level: limits::clean(l.level, limits::MAX_TEXT),
+            kind: limits::clean(l.kind, limits::MAX_TEXT),
+            message: limits::clean(l.message, limits::MAX_LINE),
         })
         .collect())
 }
 
+/// The event that ends a job. Diagnostics and the reason are cleaned and cut here
+/// ([`limits`]), so a huge or NUL-laden result still makes an event that can be stored and
+/// published.
 fn finish(job: ActiveJob, outcome: JobOutcome) -> ProvisioningEvent {
     let failed = |reason: String, diagnostics| ProvisioningEvent::Failed {
         job_id: job.id,
         action: job.action,
-        reason,
-        diagnostics,
+        reason: limits::clean(reason, limits::MAX_TEXT),
+        diagnostics: limits::clean_diagnostics(diagnostics),
     };
     if outcome.exit_code != 0 {
         let reason = outcome

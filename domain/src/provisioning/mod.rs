@@ -6,6 +6,7 @@ mod commands;
 mod error;
 mod events;
 mod lifecycle;
+pub mod limits;
 mod values;
 mod views;
 

@@ -64,9 +64,35 @@ impl ApiError {
 
 impl From<store::sqlx::Error> for ApiError {
     fn from(e: store::sqlx::Error) -> Self {
+        if unreachable(&e) {
+            tracing::warn!(error = %e, "the database cannot be reached");
+            return ApiError::Unavailable(
+                "the database cannot be reached; nothing was changed by this request".into(),
+            );
+        }
         ApiError::internal(e)
     }
 }
+
+/// Whether a database error says the database cannot be reached now (no connection within
+/// the pool's acquire timeout, a connection lost, the server shutting down or full), rather
+/// than a fault of the request or the code: those are answered 503 with `Retry-After`.
+fn unreachable(e: &store::sqlx::Error) -> bool {
+    use store::sqlx::Error;
+    match e {
+        Error::PoolTimedOut | Error::PoolClosed | Error::Io(_) | Error::Tls(_) => true,
+        Error::WorkerCrashed | Error::Protocol(_) => true,
+        // Class 08: connection exception; 57P01-57P03: the server is shutting down or
+        // starting; 53300: too many connections.
+        Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08") || code.starts_with("57P") || code == "53300"
+        }),
+        _ => false,
+    }
+}
+
+/// How long a client should wait before it retries a 503, in seconds.
+const RETRY_AFTER_SECONDS: u32 = 1;
 
 impl From<domain::provisioning::ValueError> for ApiError {
     fn from(e: domain::provisioning::ValueError) -> Self {
@@ -79,7 +105,9 @@ impl From<domain::provisioning::ValueError> for ApiError {
 
 // How a command that did not commit is answered: the one place for both aggregates.
 // A refusal is the client's (404, 409 or 422, by the domain error); a command that kept
-// losing the race with other writers is a 409 the client may retry; a store failure is a 500.
+// losing the race with other writers for the store's whole retry time, or a database that
+// cannot be reached, is a 503 with `Retry-After` (nothing was written); any other store
+// failure is a 500.
 
 /// A failed command on VM `vm`; refusals name the VM.
 pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) -> ApiError {
@@ -91,8 +119,18 @@ pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) ->
             ApiError::Conflict(format!("a VM with id {vm} exists already"))
         }
         CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
-        CommandError::Conflict => ApiError::Conflict(e.to_string()),
-        CommandError::Store(_) => ApiError::internal(e),
+        e => command_not_stored(e),
+    }
+}
+
+/// A command the store could not commit: it lost every race, or the database failed.
+fn command_not_stored<E: Error + Send + Sync + 'static>(e: CommandError<E>) -> ApiError {
+    match e {
+        CommandError::Conflict => {
+            ApiError::Unavailable(format!("{e}; nothing was changed, retry the request"))
+        }
+        CommandError::Store(store::StoreError::Database(db)) => db.into(),
+        e => ApiError::internal(e),
     }
 }
 
@@ -100,8 +138,7 @@ impl From<CommandError<CatalogError>> for ApiError {
     fn from(e: CommandError<CatalogError>) -> Self {
         match e {
             CommandError::Rejected(e) => e.into(),
-            CommandError::Conflict => ApiError::Conflict(e.to_string()),
-            CommandError::Store(_) => ApiError::internal(e),
+            e => command_not_stored(e),
         }
     }
 }
@@ -137,6 +174,12 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(RETRY_AFTER_SECONDS),
             );
         }
         if let ApiError::Internal(cause) = self {

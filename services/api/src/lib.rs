@@ -1,6 +1,7 @@
 //! The REST API under `/api/v1` and its Server-Sent Events streams. `app(state)` builds the
 //! whole router, so tests can run it in process.
 
+mod answers;
 mod auth;
 mod error;
 mod extract;
@@ -29,7 +30,7 @@ pub struct AppState {
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
-        .merge(routes::vms::router())
+        .merge(routes::vms::router(state.clone()))
         .merge(routes::providers::router())
         .merge(routes::admin::router())
         .merge(openapi::router())

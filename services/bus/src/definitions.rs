@@ -170,4 +170,21 @@ mod tests {
             assert_eq!(config.ack_policy, AckPolicy::Explicit);
         }
     }
+
+    #[test]
+    fn one_jobs_waiting_lines_do_not_fill_the_ingesters_pending_window() {
+        let defs = definitions();
+        let ingester = defs
+            .consumers
+            .iter()
+            .find(|c| c.name == "ingester")
+            .expect("the ingester is defined");
+        // The ingester pulls up to 500 at a time; a job that prints thousands of lines
+        // while one is late keeps them pending, and must leave room for the others.
+        assert!(
+            ingester.max_ack_pending >= 10_000,
+            "{}",
+            ingester.max_ack_pending
+        );
+    }
 }

@@ -1,4 +1,5 @@
-use domain::provisioning::{JobId, ProviderId, VmId};
+use cqrs_es::Aggregate;
+use domain::provisioning::{JobId, ProviderId, Provisioning, VmId};
 
 /// The subject taxonomy of `nats/subjects.md`, under one prefix.
 #[derive(Debug, Clone)]
@@ -29,9 +30,10 @@ impl Subjects {
     /// `<prefix>.events.<kind>.<id>.<event_type>`: kind `vm` for the `Provisioning`
     /// aggregate, else the aggregate type in snake case; the event type in snake case.
     pub fn event(&self, aggregate_type: &str, id: &str, event_type: &str) -> String {
-        let kind = match aggregate_type {
-            "Provisioning" => "vm".to_owned(),
-            other => snake_case(other),
+        let kind = if aggregate_type == Provisioning::TYPE {
+            "vm".to_owned()
+        } else {
+            snake_case(aggregate_type)
         };
         format!(
             "{}.events.{kind}.{id}.{}",
@@ -95,7 +97,7 @@ mod tests {
         let subjects = Subjects::new("provisioning");
         let vm: VmId = "0b6f8a4e-1111-4222-8333-444455556666".parse().unwrap();
         assert_eq!(
-            subjects.event("Provisioning", &vm.to_string(), "DestroyRequested"),
+            subjects.event(Provisioning::TYPE, &vm.to_string(), "DestroyRequested"),
             "provisioning.events.vm.0b6f8a4e-1111-4222-8333-444455556666.destroy_requested"
         );
         assert_eq!(subjects.stream("EVENTS"), "PROVISIONING_EVENTS");

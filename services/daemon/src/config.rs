@@ -32,6 +32,8 @@ pub struct Config {
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
+    /// The statement and idle-in-transaction timeouts of the daemon's Postgres sessions.
+    pub db_limits: store::SessionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +137,7 @@ impl Config {
             },
             max_runners,
             kubernetes,
+            db_limits: db_limits(&var)?,
         })
     }
 }
@@ -162,6 +165,32 @@ fn max_runners(
         None if kubernetes => Ok(DEFAULT_KUBERNETES_MAX_RUNNERS),
         None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
     }
+}
+
+/// `PROVISIONING_DB_STATEMENT_TIMEOUT_SECS` and
+/// `PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS`, over the defaults.
+fn db_limits(var: &dyn Fn(&str) -> Option<String>) -> Result<store::SessionLimits, ConfigError> {
+    let secs = |name: &'static str, default: std::time::Duration| match var(name) {
+        None => Ok(default),
+        Some(v) => match v.parse::<u64>() {
+            Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
+            _ => Err(ConfigError {
+                name,
+                reason: "must be a number of seconds above 0".into(),
+            }),
+        },
+    };
+    let defaults = store::SessionLimits::default();
+    Ok(store::SessionLimits {
+        statement_timeout: secs(
+            "PROVISIONING_DB_STATEMENT_TIMEOUT_SECS",
+            defaults.statement_timeout,
+        )?,
+        idle_in_transaction_timeout: secs(
+            "PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS",
+            defaults.idle_in_transaction_timeout,
+        )?,
+    })
 }
 
 /// The Kubernetes executor's settings (`PROVISIONING_EXECUTOR=kubernetes`), or `None` for
@@ -281,7 +310,9 @@ pub fn credentials(
 
 /// Splits a Postgres URL into Terraform's `conn_str` without the password (the `pg`
 /// backend needs `sslmode`; local servers have no TLS) and the password, which the runner
-/// passes as `PGPASSWORD` so that no argument list shows it.
+/// passes as `PGPASSWORD` so that no argument list shows it. The URL's password is
+/// percent-encoded (`p%40ss` for `p@ss`); `PGPASSWORD` takes it decoded, and it is redacted
+/// from the runner's reports in that form.
 pub fn backend_connection(url: &str) -> Result<(String, Option<SecretString>), ConfigError> {
     let invalid = || ConfigError {
         name: "PROVISIONING_TF_BACKEND_URL",
@@ -291,7 +322,18 @@ pub fn backend_connection(url: &str) -> Result<(String, Option<SecretString>), C
     if !matches!(parsed.scheme(), "postgres" | "postgresql") {
         return Err(invalid());
     }
-    let password = parsed.password().map(|p| SecretString::from(p.to_owned()));
+    let password = match parsed.password() {
+        Some(encoded) => Some(SecretString::from(
+            percent_encoding::percent_decode_str(encoded)
+                .decode_utf8()
+                .map_err(|_| ConfigError {
+                    name: "PROVISIONING_TF_BACKEND_URL",
+                    reason: "the password must be percent-encoded UTF-8".into(),
+                })?
+                .into_owned(),
+        )),
+        None => None,
+    };
     parsed.set_password(None).map_err(|_| invalid())?;
     if !parsed.query_pairs().any(|(k, _)| k == "sslmode") {
         parsed.query_pairs_mut().append_pair("sslmode", "disable");
@@ -316,6 +358,16 @@ mod tests {
         assert_eq!(conn, "postgres://tf@db/state?sslmode=require");
         assert!(password.is_none());
         assert!(backend_connection("mysql://x/y").is_err());
+    }
+
+    #[test]
+    fn the_backend_password_is_percent_decoded() {
+        let (conn, password) = backend_connection("postgres://tf:p%40ss@db/s").unwrap();
+        assert_eq!(password.unwrap().expose_secret(), "p@ss");
+        assert_eq!(conn, "postgres://tf@db/s?sslmode=disable");
+        let (_, password) = backend_connection("postgres://tf:a%2Fb%3Ac%25d@db/s").unwrap();
+        assert_eq!(password.unwrap().expose_secret(), "a/b:c%d");
+        assert!(backend_connection("postgres://tf:%FF@db/s").is_err());
     }
 
     fn kubernetes_from(

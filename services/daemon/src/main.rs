@@ -117,8 +117,8 @@ async fn providers(command: Option<&str>) -> anyhow::Result<()> {
         }
         Some("list") => {
             println!(
-                "{:<14} {:<28} {:<8} {:<12} {:<30} credentials",
-                "id", "name", "enabled", "folder", "regions"
+                "{:<14} {:<28} {:<8} {:<26} {:<30} credentials",
+                "id", "name", "enabled", "folders", "regions"
             );
             for p in &registry.providers {
                 let present = match (p.credentials.is_empty(), credentials.present(p)) {
@@ -127,11 +127,11 @@ async fn providers(command: Option<&str>) -> anyhow::Result<()> {
                     (false, false) => "missing",
                 };
                 println!(
-                    "{:<14} {:<28} {:<8} {:<12} {:<30} {present}",
+                    "{:<14} {:<28} {:<8} {:<26} {:<30} {present}",
                     p.id,
                     p.name,
                     p.enabled,
-                    p.folder,
+                    p.folders.join(","),
                     p.regions.join(",")
                 );
             }

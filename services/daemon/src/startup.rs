@@ -87,7 +87,8 @@ impl Application {
     ) -> Result<Self, StartupError> {
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
-        let pool = store::connect(config.database_url.expose_secret(), 20).await?;
+        let pool =
+            store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
         store::migrate(&pool).await?;
         check_catalog(&pool, &registry).await?;
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;

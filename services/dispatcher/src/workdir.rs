@@ -10,8 +10,11 @@ use crate::DispatcherConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkdirError {
-    #[error("provider {provider:?} has no Terraform folder at {path}")]
-    UnknownProvider { provider: String, path: PathBuf },
+    #[error("provider {provider:?}: {source}")]
+    Folders {
+        provider: String,
+        source: registry::FolderError,
+    },
     #[error("could not render cloud-init: {0}")]
     CloudInit(#[from] askama::Error),
     #[error("could not encode the job's variables: {0}")]
@@ -37,13 +40,12 @@ pub fn prepare(
     job: &JobMessage,
     provider: &registry::Provider,
 ) -> Result<PathBuf, WorkdirError> {
-    let source = config.hcl_dir.join(&provider.folder);
-    if !source.is_dir() {
-        return Err(WorkdirError::UnknownProvider {
+    let files = provider
+        .files(&config.hcl_dir)
+        .map_err(|source| WorkdirError::Folders {
             provider: job.spec.provider.as_str().to_owned(),
-            path: source,
-        });
-    }
+            source,
+        })?;
     let dir = config
         .work_dir
         .join(job.vm_id.to_string())
@@ -55,7 +57,7 @@ pub fn prepare(
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
     }
-    copy_dir(&source, &dir)?;
+    copy_flat(&files, &dir)?;
     std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
     let tfvars = dir.join("terraform.tfvars.json");
     let user_data = crate::cloud_init::render(job, &provider.cloud_init)?;
@@ -82,25 +84,15 @@ pub fn variables(job: &JobMessage, user_data: &str) -> serde_json::Value {
     })
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<(), WorkdirError> {
+/// Copies the files of all the provider's folders into `to`, flat (see `registry::flat_files`).
+fn copy_flat(files: &[registry::SourceFile], to: &Path) -> Result<(), WorkdirError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| WorkdirError::Io { path, source }
     };
     std::fs::create_dir_all(to).map_err(io(to))?;
-    for entry in std::fs::read_dir(from).map_err(io(from))? {
-        let entry = entry.map_err(io(from))?;
-        let name = entry.file_name();
-        // Local Terraform leftovers of a developer's own runs are not part of the provider.
-        if name == ".terraform" || name.to_string_lossy().starts_with("terraform.tfstate") {
-            continue;
-        }
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(&name))?;
-        } else {
-            std::fs::copy(&path, to.join(&name)).map_err(io(&path))?;
-        }
+    for file in files {
+        std::fs::copy(&file.path, to.join(&file.name)).map_err(io(&file.path))?;
     }
     Ok(())
 }
@@ -133,7 +125,7 @@ mod tests {
         registry::Provider {
             id: "local".into(),
             name: "Local".into(),
-            folder: folder.into(),
+            folders: vec!["common".into(), folder.into()],
             enabled: true,
             regions: vec![],
             cloud_init: registry::CloudInit {
@@ -207,5 +199,48 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let err = prepare(&config(work.path()), &job("local"), &provider("nowhere")).unwrap_err();
         assert!(err.to_string().contains("nowhere"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_working_directory_and_its_config_map_hold_the_files_of_all_the_providers_folders()
+    {
+        let work = tempfile::tempdir().unwrap();
+        let mut nrec_uio = provider("nrec-uio");
+        nrec_uio.folders = ["common", "openstack", "nrec-uio"].map(String::from).into();
+        let dir = prepare(&config(work.path()), &job("nrec-uio"), &nrec_uio).unwrap();
+        let hcl = config(work.path()).hcl_dir;
+        let read = |path: std::path::PathBuf| std::fs::read_to_string(path).unwrap();
+        for (file, folder) in [
+            ("common_variables.tf", "common"),
+            ("main.tf", "openstack"),
+            ("variables.tf", "openstack"),
+            ("outputs.tf", "openstack"),
+            ("versions.tf", "openstack"),
+            ("project.tf", "nrec-uio"),
+        ] {
+            assert_eq!(
+                read(dir.join(file)),
+                read(hcl.join(folder).join(file)),
+                "{file}"
+            );
+        }
+        let files = crate::kubernetes::manifest::read_workdir(&dir)
+            .await
+            .unwrap();
+        let keys: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "backend.tf",
+                "common_variables.tf",
+                "main.tf",
+                "outputs.tf",
+                "project.tf",
+                "terraform.tfvars.json",
+                "variables.tf",
+                "versions.tf"
+            ],
+            "the ConfigMap holds every file, flat"
+        );
     }
 }

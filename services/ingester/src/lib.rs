@@ -2,12 +2,20 @@
 //! arrived (up to a batch), turns each job's messages into commands in order (`StartJob`,
 //! one `RecordLogs` per run of consecutive lines, so one transaction per batch rather than
 //! per line, then `FinishJob`), and acks messages only after their command committed.
+//!
+//! Errors are of two kinds. Transient ones (Postgres or NATS away, other writers first)
+//! nak the messages with a delay that grows with each delivery. Permanent ones (a command
+//! Postgres will never accept, a VM that refuses it for good, a message that does not
+//! parse) are logged, counted and acked, so a bad job's redeliveries never hold back the
+//! consumer; a job's lines or result that cannot be stored are stored as a short
+//! placeholder instead, so the job still ends.
 
 mod liveness;
 mod watchdog;
 
 pub use watchdog::Watchdog;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bus::async_nats::jetstream::{AckKind, Message};
@@ -15,7 +23,7 @@ use bus::{Bus, RunnerMessage, RunnerReport};
 use domain::provisioning::{
     JobId, JobOutcome, LogLineIn, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
 };
-use store::{Actor, CommandError, Metadata, PgPool};
+use store::{sqlx, Actor, CommandError, Metadata, PgPool, StoreError};
 use tokio_util::sync::CancellationToken;
 
 const BATCH: usize = 500;
@@ -52,7 +60,8 @@ impl Ingester {
             let parsed: RunnerMessage = match serde_json::from_slice(&message.payload) {
                 Ok(parsed) => parsed,
                 Err(e) => {
-                    tracing::error!(error = %e, subject = %message.subject, "dropping a runner message that does not parse");
+                    let count = count_permanent();
+                    tracing::error!(error = %e, subject = %message.subject, permanent_errors = count, "dropping a runner message that does not parse");
                     let _ = message.ack().await;
                     continue;
                 }
@@ -84,7 +93,8 @@ impl Ingester {
                 // Their turn comes again, after what they wait for: so do the later ones.
                 let later = steps.flat_map(|s| s.messages);
                 for m in unrecorded.into_iter().chain(later) {
-                    let _ = m.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+                    let delay = retry_delay(&m);
+                    let _ = m.ack_with(AckKind::Nak(Some(delay))).await;
                 }
                 return;
             }
@@ -132,6 +142,19 @@ impl Ingester {
                 // A stale or repeated message: nothing to do but drop it.
                 tracing::warn!(%vm, %job, reason = %e, "runner message refused by the VM");
             }
+            Err(e) if is_permanent(&e) => {
+                let count = count_permanent();
+                tracing::error!(%vm, %job, error = %e, permanent_errors = count, "runner messages can never be stored as they are; storing a placeholder");
+                if let Some(placeholder) = placeholder(command, &e) {
+                    match self.execute(vm, placeholder).await {
+                        Ok(()) | Err(CommandError::Rejected(_)) => {}
+                        Err(e) if is_permanent(&e) => {
+                            tracing::error!(%vm, %job, error = %e, "the placeholder was refused too; dropping the messages");
+                        }
+                        Err(_) => return Err(messages),
+                    }
+                }
+            }
             Err(e) => {
                 tracing::error!(%vm, %job, error = %e, "could not record runner messages; they will be redelivered");
                 return Err(messages);
@@ -152,8 +175,86 @@ impl Ingester {
     }
 }
 
-/// How long a message waits before it is delivered again.
+/// How long a message waits before it is delivered again: half a second after its first
+/// delivery, doubling with each one after, up to [`MAX_RETRY_DELAY`].
 const RETRY_DELAY: Duration = Duration::from_millis(500);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+fn retry_delay(message: &Message) -> Duration {
+    let delivered = message.info().map(|i| i.delivered).unwrap_or(1).max(1);
+    let doublings = u32::try_from(delivered - 1).unwrap_or(u32::MAX).min(6);
+    (RETRY_DELAY * 2u32.pow(doublings)).min(MAX_RETRY_DELAY)
+}
+
+/// Runner messages this process could never store as they were.
+static PERMANENT_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+fn count_permanent() -> u64 {
+    PERMANENT_ERRORS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// How many runner messages this process could never store as they were.
+pub fn permanent_errors() -> u64 {
+    PERMANENT_ERRORS.load(Ordering::Relaxed)
+}
+
+/// An error no redelivery can cure: Postgres refused the data itself (SQLSTATE class 22,
+/// data exception, such as an untranslatable character; or 23, a constraint other than the
+/// unique key that signals a concurrent writer, which the command path handles), or the
+/// events could not be encoded. Connection errors, timeouts and conflicts are transient.
+fn is_permanent(error: &CommandError<ProvisioningError>) -> bool {
+    match error {
+        CommandError::Store(StoreError::Payload(_) | StoreError::Row(_)) => true,
+        CommandError::Store(StoreError::Database(sqlx::Error::Database(e))) => e
+            .code()
+            .is_some_and(|code| code.starts_with("22") || code.starts_with("23")),
+        _ => false,
+    }
+}
+
+/// What to store instead of a command Postgres will never accept: the same lines, each
+/// saying it could not be stored (so the line numbers stay whole and the result can
+/// follow), or the result without its diagnostics and outputs (so the job still ends).
+fn placeholder(
+    command: ProvisioningCommand,
+    error: &CommandError<ProvisioningError>,
+) -> Option<ProvisioningCommand> {
+    let note = format!("[this could not be stored: {error}]");
+    match command {
+        ProvisioningCommand::RecordLogs { job_id, lines } => {
+            let lines = lines
+                .into_iter()
+                .map(|l| LogLineIn {
+                    line: l.line,
+                    level: "error".into(),
+                    kind: "placeholder".into(),
+                    message: note.clone(),
+                })
+                .collect();
+            Some(ProvisioningCommand::RecordLogs { job_id, lines })
+        }
+        ProvisioningCommand::FinishJob { job_id, outcome } => {
+            Some(ProvisioningCommand::FinishJob {
+                job_id,
+                outcome: JobOutcome {
+                    exit_code: if outcome.exit_code == 0 {
+                        1
+                    } else {
+                        outcome.exit_code
+                    },
+                    outputs: Default::default(),
+                    diagnostics: vec![domain::provisioning::Diagnostic {
+                        severity: domain::provisioning::Severity::Error,
+                        summary: "the job's result could not be stored".into(),
+                        detail: note,
+                    }],
+                    lines: outcome.lines,
+                },
+            })
+        }
+        _ => None,
+    }
+}
 
 /// A command and the messages it comes from.
 struct Step {

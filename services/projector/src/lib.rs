@@ -3,12 +3,19 @@
 //! checkpoint commit in one transaction, so every event is folded exactly once; `rebuild`
 //! replays the whole events table (onto the catalog tables as they are: the catalog's fold
 //! only sets values, so replaying it changes nothing).
+//!
+//! An event it cannot decode is parked in `dead_letters`, in the batch's transaction, and
+//! the checkpoint moves past it: the other VMs' views keep up. An admin's replay (once a
+//! version that reads it runs) folds the VM's view again from all its events up to the
+//! checkpoint, with the replayed event's log line.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
+use domain::catalog::CatalogEvent;
 use domain::provisioning::{ProvisioningEvent, VmId, VmView};
-use store::feed::{self, UndecodableEvent};
+use store::dead_letters;
+use store::feed::{self, FeedEvent, UndecodableEvent};
 use store::lease::{self, Lease};
 use store::views::{self, NewLog};
 use store::{sqlx, PgPool};
@@ -33,24 +40,35 @@ pub async fn run(pool: PgPool, cancel: CancellationToken) {
     lease::follow(&pool, CHECKPOINT, &cancel, || pass(&pool)).await;
 }
 
-/// Folds the next batch of events; returns how many.
+/// Folds the dead letters whose replay was asked for, then the next batch of events;
+/// returns how many events it handled.
 #[tracing::instrument(skip_all, err)]
 pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
+    let replayed = replay(pool).await?;
     let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
     let events = feed::read_after(pool, cursor, BATCH).await?;
     let Some(last) = events.last().map(|e| e.cursor) else {
-        return Ok(0);
+        return Ok(replayed);
     };
     let mut tx = pool.begin().await?;
     // Per VM: its view, the time of its first event in this batch (its creation, for a new
     // VM) and of its last.
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime, OffsetDateTime)> = HashMap::new();
     for event in &events {
+        if let Err(e) = decodable_catalog(event) {
+            dead_letters::park(&mut *tx, CHECKPOINT, event, &e).await?;
+            continue;
+        }
         if store::catalog::fold(&mut tx, event).await? {
             continue;
         }
-        let Some((vm, domain_event)) = event.provisioning()? else {
-            continue; // other aggregates have read models of their own
+        let (vm, domain_event) = match event.provisioning() {
+            Ok(Some(decoded)) => decoded,
+            Ok(None) => continue, // other aggregates have read models of their own
+            Err(e) => {
+                dead_letters::park(&mut *tx, CHECKPOINT, event, &e.to_string()).await?;
+                continue;
+            }
         };
         let (view, _, at) = match touched.entry(vm) {
             Entry::Occupied(entry) => entry.into_mut(),
@@ -70,7 +88,82 @@ pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
     }
     feed::save_checkpoint(&mut *tx, CHECKPOINT, last).await?;
     tx.commit().await?;
-    Ok(events.len())
+    Ok(replayed + events.len())
+}
+
+/// A catalog event the catalog's fold can read (checked first, so a bad one is parked
+/// rather than failing the batch); other aggregates pass.
+fn decodable_catalog(event: &FeedEvent) -> Result<(), String> {
+    if event.aggregate_type != "Catalog" {
+        return Ok(());
+    }
+    serde_json::from_value::<CatalogEvent>(event.payload.clone())
+        .map(|_| ())
+        .map_err(|e| {
+            UndecodableEvent {
+                aggregate_type: event.aggregate_type.clone(),
+                aggregate_id: event.aggregate_id.clone(),
+                sequence: event.sequence,
+                reason: e.to_string(),
+            }
+            .to_string()
+        })
+}
+
+/// Folds the dead letters an admin asked to replay; each is resolved, or keeps its new
+/// error.
+async fn replay(pool: &PgPool) -> Result<usize, ProjectorError> {
+    let due = dead_letters::replays_due(pool, CHECKPOINT).await?;
+    let checkpoint = feed::load_checkpoint(pool, CHECKPOINT).await?;
+    for (id, event) in &due {
+        let mut tx = pool.begin().await?;
+        match refold(&mut tx, pool, event, checkpoint).await? {
+            Ok(()) => dead_letters::resolve(&mut *tx, *id).await?,
+            Err(error) => dead_letters::replay_failed(&mut *tx, *id, &error).await?,
+        }
+        tx.commit().await?;
+    }
+    Ok(due.len())
+}
+
+/// Folds a parked event again: a catalog event as usual; a VM's event by folding the VM's
+/// view anew from all its events the projector has passed (so the later ones, folded
+/// already, stay in), and adding the event's log line.
+async fn refold(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    pool: &PgPool,
+    event: &FeedEvent,
+    checkpoint: feed::Cursor,
+) -> Result<Result<(), String>, ProjectorError> {
+    if let Err(error) = decodable_catalog(event) {
+        return Ok(Err(error));
+    }
+    if store::catalog::fold(tx, event).await? {
+        return Ok(Ok(()));
+    }
+    let (vm, domain_event) = match event.provisioning() {
+        Ok(Some(decoded)) => decoded,
+        Ok(None) => return Ok(Ok(())),
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    views::load_for_update(tx, vm).await?; // holds the row against a concurrent fold
+    let history = feed::read_aggregate(pool, &event.aggregate_type, &event.aggregate_id).await?;
+    let mut view = VmView::default();
+    let (mut first, mut last) = (None, event.recorded_at);
+    for past in history.iter().filter(|e| e.cursor <= checkpoint) {
+        match past.provisioning() {
+            Ok(Some((_, e))) => {
+                view.update(past.sequence, &e);
+                first.get_or_insert(past.recorded_at);
+                last = past.recorded_at;
+            }
+            Ok(None) => {}
+            Err(e) => return Ok(Err(e.to_string())),
+        }
+    }
+    views::save(tx, vm, &view, first.unwrap_or(last), last).await?;
+    fold_log(tx, vm, &domain_event, event.recorded_at).await?;
+    Ok(Ok(()))
 }
 
 async fn fold_log(

@@ -4,9 +4,11 @@
 //! Terraform folders stops the daemon with a message naming the problem.
 
 mod credentials;
+mod folders;
 mod terraform;
 
 pub use credentials::{CredentialError, Credentials};
+pub use folders::{flat_files, FolderError, SourceFile};
 pub use terraform::{FolderFacts, COMMON_OUTPUTS, COMMON_VARIABLES};
 
 use std::path::{Path, PathBuf};
@@ -24,7 +26,10 @@ struct File {
 pub struct Provider {
     pub id: String,
     pub name: String,
-    pub folder: String,
+    /// The folders of `hcl/` whose files, copied flat in this order, make the provider's
+    /// working directory: `folders = ["common", "aws"]`, or `folder = "x"` for one.
+    #[serde(alias = "folder", deserialize_with = "folders::one_or_many")]
+    pub folders: Vec<String>,
     pub enabled: bool,
     #[serde(default)]
     pub regions: Vec<String>,
@@ -63,6 +68,14 @@ pub struct Credential {
 pub struct SecretRef {
     pub name: String,
     pub key: String,
+}
+
+impl Provider {
+    /// The files of the provider's working directory, by name (see [`flat_files`]).
+    pub fn files(&self, hcl_dir: &Path) -> Result<Vec<SourceFile>, FolderError> {
+        let folders: Vec<PathBuf> = self.folders.iter().map(|f| hcl_dir.join(f)).collect();
+        flat_files(&folders)
+    }
 }
 
 impl Credential {
@@ -136,34 +149,33 @@ impl Registry {
                     ));
                 }
             }
-            let folder = self.hcl_dir.join(&p.folder);
-            if !folder.is_dir() {
-                problem(format!("folder {} does not exist", folder.display()));
-                continue;
-            }
-            let facts = match FolderFacts::read(&folder) {
+            let facts = match p.files(&self.hcl_dir) {
+                Ok(files) => FolderFacts::read_files(&files),
+                Err(e) => Err(e.to_string()),
+            };
+            let facts = match facts {
                 Ok(facts) => facts,
                 Err(e) => {
                     problem(e);
                     continue;
                 }
             };
+            let folder = self.folders_of(p);
+            for twice in facts.declared_twice() {
+                problem(twice);
+            }
             for missing in facts.missing_outputs() {
-                problem(format!("{} declares no output {missing}", folder.display()));
+                problem(format!("{} declares no output {missing}", folder));
             }
             for missing in facts.missing_variables() {
-                problem(format!(
-                    "{} declares no variable {missing}",
-                    folder.display()
-                ));
+                problem(format!("{} declares no variable {missing}", folder));
             }
             for c in &p.credentials {
                 if let Some(var) = c.terraform_variable() {
                     if !facts.variables.contains(var) {
                         problem(format!(
                             "credential {} feeds variable {var}, which {} does not declare",
-                            c.name,
-                            folder.display()
+                            c.name, folder
                         ));
                     }
                 }
@@ -171,11 +183,20 @@ impl Registry {
             for name in facts.unpinned_providers() {
                 problem(format!(
                     "{} does not pin a version of provider {name}",
-                    folder.display()
+                    folder
                 ));
             }
         }
         problems
+    }
+
+    /// Where a provider's Terraform is, for messages: `<hcl_dir>/aws`, or
+    /// `<hcl_dir>/{common, aws}` for several folders.
+    fn folders_of(&self, p: &Provider) -> String {
+        match p.folders.as_slice() {
+            [one] => self.hcl_dir.join(one).display().to_string(),
+            many => format!("{}/{{{}}}", self.hcl_dir.display(), many.join(", ")),
+        }
     }
 
     /// Problems of the catalog against the registry: an enabled template of a provider that
@@ -208,5 +229,7 @@ pub struct CatalogTemplate {
     pub enabled: bool,
 }
 
+#[cfg(test)]
+mod repo_tests;
 #[cfg(test)]
 mod tests;

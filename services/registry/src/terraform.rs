@@ -1,9 +1,11 @@
-//! What a provider folder declares, read with an HCL parser.
+//! What a provider's folders declare, read with an HCL parser.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hcl::{Body, Expression, ObjectKey};
+
+use crate::folders::{flat_files, SourceFile};
 
 /// The variables every provider folder declares; the dispatcher sets them all.
 pub const COMMON_VARIABLES: &[&str] = &[
@@ -29,37 +31,55 @@ pub struct FolderFacts {
     pub outputs: BTreeSet<String>,
     /// Required providers and their version constraint, if any.
     pub providers: BTreeMap<String, Option<String>>,
+    /// Every name the files declare (`variable x`, `local x`, `resource t.n`…) and the files
+    /// declaring it: Terraform refuses a name declared twice in one directory.
+    declared: BTreeMap<String, Vec<PathBuf>>,
 }
 
 impl FolderFacts {
-    /// Parses every `.tf` file of the folder.
+    /// Parses every `.tf` file of one folder.
     pub fn read(folder: &Path) -> Result<Self, String> {
+        let files = flat_files(&[folder.to_owned()]).map_err(|e| e.to_string())?;
+        Self::read_files(&files)
+    }
+
+    /// Parses every `.tf` file of a working directory's files (see [`flat_files`]).
+    pub fn read_files(files: &[SourceFile]) -> Result<Self, String> {
         let mut facts = FolderFacts::default();
-        let entries = std::fs::read_dir(folder)
-            .map_err(|e| format!("cannot read {}: {e}", folder.display()))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("tf") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path)
+        for file in files.iter().filter(|f| f.name.ends_with(".tf")) {
+            let path = &file.path;
+            let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let body: Body = hcl::from_str(&text)
                 .map_err(|e| format!("{} is not valid HCL: {e}", path.display()))?;
-            facts.add(&body);
+            facts.add(&body, path);
         }
         Ok(facts)
     }
 
-    fn add(&mut self, body: &Body) {
+    fn add(&mut self, body: &Body, path: &Path) {
+        let mut declared = vec![];
         for block in body.blocks() {
-            let label = block.labels().first().map(|l| l.as_str().to_owned());
-            match (block.identifier(), label) {
-                ("variable", Some(name)) => {
-                    self.variables.insert(name);
+            let labels: Vec<&str> = block.labels().iter().map(|l| l.as_str()).collect();
+            match (block.identifier(), labels.as_slice()) {
+                ("variable", [name]) => {
+                    self.variables.insert((*name).to_owned());
+                    declared.push(format!("variable {name}"));
                 }
-                ("output", Some(name)) => {
-                    self.outputs.insert(name);
+                ("output", [name]) => {
+                    self.outputs.insert((*name).to_owned());
+                    declared.push(format!("output {name}"));
+                }
+                ("locals", _) => {
+                    let names = block.body().attributes().map(|a| a.key());
+                    declared.extend(names.map(|name| format!("local {name}")));
+                }
+                ("provider", [name]) => {
+                    let alias = block.body().attributes().find(|a| a.key() == "alias");
+                    declared.push(match alias.map(|a| a.expr()) {
+                        Some(Expression::String(alias)) => format!("provider {name}.{alias}"),
+                        _ => format!("provider {name}"),
+                    });
                 }
                 ("terraform", _) => {
                     for required in block
@@ -68,14 +88,33 @@ impl FolderFacts {
                         .filter(|b| b.identifier() == "required_providers")
                     {
                         for attr in required.body().attributes() {
+                            declared.push(format!("required provider {}", attr.key()));
                             self.providers
                                 .insert(attr.key().to_owned(), version_of(attr.expr()));
                         }
                     }
                 }
+                // resource, data, module: their labels name them.
+                (kind, labels) if !labels.is_empty() => {
+                    declared.push(format!("{kind} {}", labels.join(".")));
+                }
                 _ => {}
             }
         }
+        for name in declared {
+            self.declared.entry(name).or_default().push(path.to_owned());
+        }
+    }
+
+    /// Each name declared more than once, with the files declaring it.
+    pub fn declared_twice(&self) -> impl Iterator<Item = String> + '_ {
+        self.declared
+            .iter()
+            .filter(|(_, files)| files.len() > 1)
+            .map(|(name, files)| {
+                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+                format!("{name} is declared more than once: in {}", files.join(", "))
+            })
     }
 
     pub fn missing_variables(&self) -> impl Iterator<Item = &'static str> + '_ {

@@ -176,3 +176,70 @@ fn with_secret_references_a_credential_is_present_when_its_secret_is_named() {
     let (_dir, registry) = registry_with(GOOD_TF, &toml);
     assert!(!Credentials::by_reference().present(&registry.unwrap().providers[0]));
 }
+
+/// `GOOD_TF` split in two folders, `common` and `cloud`, and the registry naming both.
+fn two_folders(common_extra: &str) -> (tempfile::TempDir, Result<Registry, RegistryError>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (common, own): (Vec<&str>, Vec<&str>) = GOOD_TF
+        .lines()
+        .partition(|l| l.starts_with("variable \"vm_") || l.starts_with("variable \"user"));
+    write(
+        dir.path(),
+        "common/common.tf",
+        &format!("{}\n{common_extra}", common.join("\n")),
+    );
+    write(dir.path(), "cloud/main.tf", &own.join("\n"));
+    let toml = GOOD_TOML.replace("folder = \"cloud\"", "folders = [\"common\", \"cloud\"]");
+    write(dir.path(), "providers.toml", &toml);
+    let registry = Registry::load(dir.path());
+    (dir, registry)
+}
+
+#[test]
+fn a_provider_of_several_folders_is_checked_as_one_flat_directory() {
+    let (dir, registry) = two_folders("");
+    let registry = registry.unwrap();
+    let provider = &registry.providers[0];
+    assert_eq!(provider.folders, ["common", "cloud"]);
+    let files = provider.files(dir.path()).unwrap();
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["common.tf", "main.tf"],
+        "in the order of the folders"
+    );
+    assert!(files[0].path.starts_with(dir.path().join("common")));
+}
+
+#[test]
+fn a_name_declared_in_two_folders_of_a_provider_is_named() {
+    let (_dir, registry) = two_folders("variable \"api_token\" {}\nlocals {\n  a = 1\n}\n");
+    let err = registry.unwrap_err().to_string();
+    assert!(
+        err.contains("variable api_token is declared more than once"),
+        "{err}"
+    );
+    assert!(!err.contains("local a"), "{err}");
+}
+
+#[test]
+fn a_file_name_in_two_folders_of_a_provider_is_named() {
+    let (dir, _) = two_folders("");
+    write(dir.path(), "common/main.tf", "locals {\n  a = 1\n}\n");
+    let err = Registry::load(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("main.tf is in both"), "{err}");
+}
+
+#[test]
+fn a_subfolder_is_refused_since_a_working_directory_is_flat() {
+    let (dir, _) = two_folders("");
+    write(dir.path(), "cloud/modules/x.tf", "");
+    let err = Registry::load(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("is a subfolder"), "{err}");
+}
+
+#[test]
+fn a_provider_listing_no_folder_is_named() {
+    let toml = GOOD_TOML.replace("folder = \"cloud\"", "folders = []");
+    assert!(problems(GOOD_TF, &toml).contains("lists no folder"));
+}

@@ -1,4 +1,5 @@
 use std::path::PathBuf;
+use std::time::Duration;
 
 use domain::provisioning::{JobAction, JobId, VmId};
 use secrecy::SecretString;
@@ -27,7 +28,12 @@ pub struct RunnerConfig {
     /// Values of the variables named in `RUNNER_SECRET_ENV` (credentials): redacted from
     /// every line and result the runner publishes.
     pub secret_values: Vec<String>,
+    /// How long a failed publish is retried before the runner gives up.
+    pub publish_retry: Duration,
 }
+
+/// The default of `RUNNER_PUBLISH_RETRY_SECS`: longer than a NATS restart or leader election.
+const DEFAULT_PUBLISH_RETRY: Duration = Duration::from_secs(300);
 
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: {reason}")]
@@ -79,6 +85,13 @@ impl RunnerConfig {
                 .filter_map(|name| std::env::var(name.trim()).ok())
                 .filter(|value| !value.is_empty())
                 .collect(),
+            publish_retry: match std::env::var(env::PUBLISH_RETRY_SECS) {
+                Ok(secs) => Duration::from_secs(
+                    secs.parse()
+                        .map_err(|_| invalid(env::PUBLISH_RETRY_SECS, "must be a number"))?,
+                ),
+                Err(_) => DEFAULT_PUBLISH_RETRY,
+            },
             runner_name: std::env::var(env::NAME)
                 .unwrap_or_else(|_| format!("local:{}", std::process::id())),
         })

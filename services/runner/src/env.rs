@@ -24,6 +24,10 @@ pub const NAME: &str = "RUNNER_NAME";
 /// Comma-separated names of the variables holding credentials, whose values are redacted
 /// from everything the runner publishes.
 pub const SECRET_ENV: &str = "RUNNER_SECRET_ENV";
+/// How long, in seconds, a report that could not be published is sent again before the
+/// runner gives up (300 when unset): a NATS restart or outage shorter than this loses
+/// nothing.
+pub const PUBLISH_RETRY_SECS: &str = "RUNNER_PUBLISH_RETRY_SECS";
 /// `json` for JSON log lines on stderr.
 pub const LOG_FORMAT: &str = "PROVISIONING_LOG_FORMAT";
 /// Seconds between the runner's heartbeats (10 when unset): the watchdog's silence limit

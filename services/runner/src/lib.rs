@@ -9,7 +9,9 @@ mod config;
 pub mod env;
 mod heartbeat;
 mod lines;
+mod publish;
 mod redact;
+mod signals;
 mod terraform;
 
 pub use config::{ConfigError, RunnerConfig};
@@ -18,7 +20,7 @@ pub use redact::{Redactor, REDACTED};
 
 use std::path::Path;
 
-use bus::{Bus, Publisher, RunnerMessage, RunnerReport};
+use bus::{Bus, RunnerMessage, RunnerReport};
 use domain::provisioning::{Diagnostic, JobAction, Severity};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,21 +31,16 @@ pub enum RunnerError {
     Publish(#[from] bus::async_nats::jetstream::context::PublishError),
     #[error("could not encode a report: {0}")]
     Encode(#[from] serde_json::Error),
-}
-
-impl From<bus::SendError> for RunnerError {
-    fn from(e: bus::SendError) -> Self {
-        match e {
-            bus::SendError::Encode(e) => RunnerError::Encode(e),
-            bus::SendError::Publish(e) => RunnerError::Publish(e),
-        }
-    }
+    #[error("could not handle signals: {0}")]
+    Signals(std::io::Error),
 }
 
 /// Runs the job and reports it. Returns Terraform's exit code; an error means the
 /// report could not be delivered. The binary exits 0 once the result is delivered, whatever
 /// Terraform's exit code: a non-zero exit tells the executor the job went unreported.
 pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
+    // First of all: a signal from now on stops Terraform cleanly instead of the runner.
+    let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
     if active::job_is_active(&bus, &config).await == Some(false) {
         // Failed (by the watchdog) or ended meanwhile: nothing to run, nothing to report.
@@ -52,7 +49,8 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     }
     let _beating = heartbeat::start(&bus, &config);
     let mut out = Reporter {
-        publisher: Publisher::new(bus.jetstream.clone(), 64),
+        publisher: publish::RetryingPublisher::new(bus.jetstream.clone(), 64, config.publish_retry),
+        interrupts,
         bus,
         config: &config,
         line: 0,
@@ -106,8 +104,8 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
         .filter(|d| d.severity == Severity::Error)
         .map(|d| Diagnostic {
             severity: d.severity,
-            summary: out.redactor.apply(&d.summary),
-            detail: out.redactor.apply(&d.detail),
+            summary: lines::clean(&out.redactor.apply(&d.summary)),
+            detail: lines::clean(&out.redactor.apply(&d.detail)),
         })
         .collect();
     out.send(RunnerReport::Result {
@@ -142,7 +140,8 @@ pub fn copy_source(source: &Path, workdir: &Path) -> std::io::Result<()> {
 /// Publishes the reports of one job, numbering its lines.
 pub(crate) struct Reporter<'a> {
     bus: Bus,
-    publisher: Publisher,
+    publisher: publish::RetryingPublisher,
+    pub(crate) interrupts: signals::Interrupts,
     config: &'a RunnerConfig,
     line: u32,
     pub(crate) redactor: Redactor,
@@ -157,11 +156,11 @@ impl Reporter<'_> {
     ) -> Result<(), RunnerError> {
         self.line += 1;
         let line = self.line;
-        let message = lines::truncate(&self.redactor.apply(&message));
+        let message = lines::truncate(&lines::clean(&self.redactor.apply(&message)));
         self.send(RunnerReport::Log {
             line,
-            level,
-            kind,
+            level: lines::clean(&level),
+            kind: lines::clean(&kind),
             message,
         })
         .await
@@ -173,8 +172,13 @@ impl Reporter<'_> {
             job_id: self.config.job_id,
             report,
         };
+        let subject =
+            self.bus
+                .subjects
+                .runner(message.vm_id, message.job_id, message.report.subject_kind());
+        let payload = serde_json::to_vec(&message)?;
         self.publisher
-            .publish_runner(&self.bus.subjects, &message)
+            .publish(subject, message.message_id(), payload.into())
             .await?;
         Ok(())
     }

@@ -5,11 +5,11 @@ use std::process::Stdio;
 
 use domain::provisioning::{Diagnostic, JobAction, Severity};
 use secrecy::ExposeSecret;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
-use crate::lines::parse_line;
+use crate::lines::{parse_line, read_line};
 use crate::{Reporter, RunnerConfig, RunnerError};
 
 fn terraform(config: &RunnerConfig) -> Command {
@@ -18,7 +18,10 @@ fn terraform(config: &RunnerConfig) -> Command {
         .env("TF_IN_AUTOMATION", "1")
         .env("CHECKPOINT_DISABLE", "1")
         .env_remove(crate::env::BACKEND_PASSWORD)
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        // A group of its own: a terminal's Ctrl-C (or a signal to the runner's group) reaches
+        // Terraform only through the runner, once (see `signals`).
+        .process_group(0);
     if let Some(password) = &config.backend_password {
         cmd.env("PGPASSWORD", password.expose_secret());
     }
@@ -105,7 +108,7 @@ async fn retry_while_locked(
         let mut attempt = vec![];
         let code = stream(command(), out, &mut attempt).await?;
         let locked = code != 0 && attempt.iter().any(|d| contended(&d.summary));
-        if locked && tokio::time::Instant::now() < deadline {
+        if locked && tokio::time::Instant::now() < deadline && !out.interrupts.stopping() {
             let message = format!("the state is locked by another run; trying {name} again in 2 s");
             out.log("info".into(), "runner".into(), message).await?;
             tokio::time::sleep(std::time::Duration::from_secs(2)).await;
@@ -145,6 +148,16 @@ async fn stream(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<i32, RunnerError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if out.interrupts.stopping() {
+        let message = "stopped by a signal before terraform started".to_owned();
+        diagnostics.push(Diagnostic {
+            severity: Severity::Error,
+            summary: message.clone(),
+            detail: String::new(),
+        });
+        out.log("error".into(), "runner".into(), message).await?;
+        return Ok(130);
+    }
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -158,6 +171,7 @@ async fn stream(
             return Ok(127);
         }
     };
+    out.interrupts.set_child(child.id());
     let (tx, mut rx) = mpsc::channel::<(String, bool)>(256);
     let stdout = child
         .stdout
@@ -195,6 +209,7 @@ async fn stream(
         .await
         .map(|s| s.code().unwrap_or(-1))
         .unwrap_or(-1);
+    out.interrupts.set_child(None);
     if let Some(e) = publish_error {
         return Err(e);
     }
@@ -209,19 +224,28 @@ async fn stream(
     Ok(code)
 }
 
+/// Reads a pipe to its end, sending each non-empty line. It never stops early: a closed
+/// pipe would kill Terraform with SIGPIPE at its next write. Lines nobody receives any more
+/// are read and dropped.
 fn read_lines(
     pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
     from_stderr: bool,
     tx: mpsc::Sender<(String, bool)>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut lines = BufReader::new(pipe).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.trim().is_empty() {
-                continue;
-            }
-            if tx.send((line, from_stderr)).await.is_err() {
-                break;
+        let mut reader = BufReader::new(pipe);
+        let mut buf = Vec::new();
+        loop {
+            let line = match read_line(&mut reader, &mut buf).await {
+                Ok(Some(line)) => line,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read terraform's output");
+                    return;
+                }
+            };
+            if !line.trim().is_empty() && !tx.is_closed() {
+                let _ = tx.send((line, from_stderr)).await;
             }
         }
     })

@@ -88,6 +88,8 @@ pub struct Recorded<E> {
     pub sequence: u64,
     /// Its place in the events table (`events.position`), for read-your-writes.
     pub position: i64,
+    /// When it was stored (`events.recorded_at`).
+    pub recorded_at: OffsetDateTime,
     pub event: E,
 }
 
@@ -128,7 +130,6 @@ where
 /// Executes `commands` in order on aggregate `id`, all or nothing: each is decided on the
 /// state the previous ones left, and their events are stored in one transaction. Tried
 /// again, with backoff and jitter, while other writers commit first.
-#[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %id), err)]
 pub async fn execute_all<A: Stored>(
     pool: &PgPool,
     id: impl Display,
@@ -136,6 +137,22 @@ pub async fn execute_all<A: Stored>(
     commands: Vec<A::Command>,
     metadata: &Metadata,
 ) -> Result<Committed<A>, CommandError<A::Error>> {
+    let committed = execute_with(pool, id, services, commands, metadata, None).await?;
+    Ok(committed.expect("without a receipt a command is never taken"))
+}
+
+/// Like [`execute_all`], and writes `receipt` (the answer to an idempotent request) in the
+/// same transaction as the events, so a crash cannot leave one without the other. `None`
+/// when another request already holds the receipt's key: nothing was written.
+#[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %id), err)]
+pub async fn execute_with<A: Stored>(
+    pool: &PgPool,
+    id: impl Display,
+    services: &A::Services,
+    commands: Vec<A::Command>,
+    metadata: &Metadata,
+    receipt: Option<&Receipt<'_, A>>,
+) -> Result<Option<Committed<A>>, CommandError<A::Error>> {
     let id = id.to_string();
     let deadline = Instant::now() + RETRY_FOR;
     let mut pause = Duration::from_millis(2);
@@ -151,31 +168,15 @@ pub async fn execute_all<A: Stored>(
                 events.push(event);
             }
         }
-        match commit(pool, &id, before, &events, &state, metadata).await? {
-            Some(positions) => {
-                let events = events
-                    .into_iter()
-                    .zip(positions)
-                    .zip(before + 1..)
-                    .map(|((event, position), sequence)| Recorded {
-                        sequence,
-                        position,
-                        event,
-                    })
-                    .collect::<Vec<_>>();
-                let sequence = events.last().map_or(before, |e| e.sequence);
-                return Ok(Committed {
-                    events,
-                    sequence,
-                    state,
-                });
-            }
-            None if Instant::now() + pause < deadline => {
+        match commit(pool, &id, before, events, state, metadata, receipt).await? {
+            Outcome::Committed(committed) => return Ok(Some(committed)),
+            Outcome::Taken => return Ok(None),
+            Outcome::Lost if Instant::now() + pause < deadline => {
                 tracing::debug!(?pause, "another writer committed first; trying again");
                 tokio::time::sleep(jitter(pause)).await;
                 pause = (pause * 2).min(Duration::from_millis(100));
             }
-            None => return Err(CommandError::Conflict),
+            Outcome::Lost => return Err(CommandError::Conflict),
         }
     }
 }
@@ -245,45 +246,102 @@ pub async fn load<A: Stored>(pool: &PgPool, id: &str) -> Result<(A, u64), StoreE
     Ok((state, u64::try_from(sequence).unwrap_or(0)))
 }
 
+/// The answer to an idempotent request, stored with the command's events under its key.
+pub struct Receipt<'a, A: Aggregate> {
+    pub key: &'a str,
+    /// What the request was; the same key with another request is refused.
+    pub fingerprint: &'a str,
+    /// The answer (HTTP status and body) to the committed command.
+    #[allow(clippy::type_complexity)]
+    pub answer: &'a (dyn Fn(&Committed<A>) -> (u16, Value) + Send + Sync),
+}
+
+/// How one attempt to store a command's events ended.
+enum Outcome<A: Aggregate> {
+    Committed(Committed<A>),
+    /// Another writer stored events after the loaded state first.
+    Lost,
+    /// Another request holds the receipt's key; nothing was written.
+    Taken,
+}
+
 /// Stores `events` after sequence `before` and, when they cross a snapshot boundary,
-/// `state` as the snapshot. Returns the events' positions, or `None` if another writer
-/// stored events after `before` first.
+/// `state` as the snapshot, and the receipt if any, in one transaction.
 async fn commit<A: Stored>(
     pool: &PgPool,
     id: &str,
     before: u64,
-    events: &[A::Event],
-    state: &A,
+    events: Vec<A::Event>,
+    state: A,
     metadata: &Metadata,
-) -> Result<Option<Vec<i64>>, StoreError> {
-    if events.is_empty() {
-        return Ok(Some(vec![]));
-    }
-    let before = i64::try_from(before).expect("sequences fit in a bigint");
-    let after = before + events.len() as i64;
+    receipt: Option<&Receipt<'_, A>>,
+) -> Result<Outcome<A>, StoreError> {
+    let first = i64::try_from(before).expect("sequences fit in a bigint");
+    let after = first + events.len() as i64;
     let payloads = events
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<Vec<Value>, _>>()?;
+    if events.is_empty() && receipt.is_none() {
+        return Ok(Outcome::Committed(Committed {
+            events: vec![],
+            sequence: before,
+            state,
+        }));
+    }
     let mut tx = pool.begin().await?;
-    let inserted = insert_events(&mut tx, A::TYPE, id, before, events, payloads, metadata);
-    let positions = match inserted.await {
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(None),
+    // Before the transaction has an xid: the feed's commit horizon waits only for
+    // transactions holding this lock (see `feed::horizon`).
+    sqlx::query("LOCK TABLE events IN ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let inserted = insert_events(&mut tx, A::TYPE, id, first, &events, payloads, metadata);
+    let rows = match inserted.await {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(Outcome::Lost),
         inserted => inserted?,
     };
     if let Some(every) = A::SNAPSHOT_EVERY.and_then(|e| i64::try_from(e).ok()) {
-        if after / every > before / every {
-            write_snapshot(&mut tx, A::TYPE, id, after, serde_json::to_value(state)?).await?;
+        if after / every > first / every {
+            write_snapshot(&mut tx, A::TYPE, id, after, serde_json::to_value(&state)?).await?;
+        }
+    }
+    let events = events
+        .into_iter()
+        .zip(rows)
+        .zip(before + 1..)
+        .map(|((event, row), sequence)| Recorded {
+            sequence,
+            position: row.position,
+            recorded_at: row.recorded_at,
+            event,
+        })
+        .collect::<Vec<_>>();
+    let committed = Committed {
+        sequence: events.last().map_or(before, |e| e.sequence),
+        events,
+        state,
+    };
+    if let Some(receipt) = receipt {
+        let (status, body) = (receipt.answer)(&committed);
+        let answer = crate::idempotency::Answer {
+            status,
+            body,
+            position: committed.last_position(),
+        };
+        let kept = crate::idempotency::keep(&mut tx, receipt.key, receipt.fingerprint, &answer);
+        if !kept.await? {
+            return Ok(Outcome::Taken); // rolled back when `tx` drops
         }
     }
     tx.commit().await?;
-    Ok(Some(positions))
+    Ok(Outcome::Committed(committed))
 }
 
 #[derive(sqlx::FromRow)]
 struct InsertedRow {
     sequence: i64,
     position: i64,
+    recorded_at: OffsetDateTime,
 }
 
 /// Inserts the events with the columns and payloads postgres-es wrote: `payload` is the
@@ -296,7 +354,10 @@ async fn insert_events<E: DomainEvent>(
     events: &[E],
     payloads: Vec<Value>,
     metadata: &Metadata,
-) -> Result<Vec<i64>, sqlx::Error> {
+) -> Result<Vec<InsertedRow>, sqlx::Error> {
+    if events.is_empty() {
+        return Ok(vec![]);
+    }
     let sequences: Vec<i64> = (before + 1..).take(events.len()).collect();
     let types: Vec<String> = events.iter().map(DomainEvent::event_type).collect();
     let versions: Vec<String> = events.iter().map(DomainEvent::event_version).collect();
@@ -308,7 +369,7 @@ async fn insert_events<E: DomainEvent>(
          FROM unnest($3::bigint[], $4::text[], $5::text[], $6::jsonb[])
               AS e(sequence, event_type, event_version, payload)
          ORDER BY e.sequence
-         RETURNING sequence, position",
+         RETURNING sequence, position, recorded_at",
     )
     .bind(aggregate_type)
     .bind(id)
@@ -320,7 +381,7 @@ async fn insert_events<E: DomainEvent>(
     .fetch_all(&mut **tx)
     .await?;
     rows.sort_by_key(|r| r.sequence);
-    Ok(rows.into_iter().map(|r| r.position).collect())
+    Ok(rows)
 }
 
 /// Replaces the aggregate's snapshot with `state` at `last_sequence`. The events' insert

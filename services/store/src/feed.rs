@@ -1,14 +1,14 @@
 //! Follows the events table in commit order, for the relay and the projector.
 //!
-//! Rows are read in `(txid, position)` order, and only rows whose transaction id is below
-//! the oldest transaction still running (`pg_snapshot_xmin`). Those rows are final: no
-//! transaction can add one before them any more. A follower that keeps a cursor in that
-//! order therefore never skips a row that a slow concurrent writer commits later, which a
-//! cursor on `position` alone would.
+//! Rows are read in `(txid, position)` order, and only rows whose transaction id is below a
+//! commit horizon (see [`horizon`]): no transaction can add a row before the horizon any
+//! more, so a follower that keeps a cursor in that order never skips a row that a slow
+//! concurrent writer commits later, which a cursor on `position` alone would.
 
 use std::time::Duration;
 
-use domain::provisioning::{ProvisioningEvent, ValueError, VmId};
+use cqrs_es::Aggregate;
+use domain::provisioning::{Provisioning, ProvisioningEvent, ValueError, VmId};
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
 use time::OffsetDateTime;
@@ -44,7 +44,7 @@ impl FeedEvent {
 
     /// The VM and its event, for an event of the `Provisioning` aggregate.
     pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, UndecodableEvent> {
-        if self.aggregate_type != "Provisioning" {
+        if self.aggregate_type != Provisioning::TYPE {
             return Ok(None);
         }
         let undecodable = |reason: String| UndecodableEvent {
@@ -80,10 +80,56 @@ type Row = (
     String,
     i64,
     String,
-    serde_json::Value,
-    serde_json::Value,
+    String,
+    String,
     OffsetDateTime,
 );
+
+const COLUMNS: &str = "txid::text::bigint, position, aggregate_type, aggregate_id, sequence, \
+                       event_type, payload::text, metadata::text, recorded_at";
+
+/// The commit horizon: every row of `events` with a smaller txid is committed or will never
+/// be, so the feed may move past it.
+///
+/// Every writer of `events` takes `LOCK TABLE events IN ROW EXCLUSIVE MODE` before its
+/// transaction has an xid (the first statement of the command path; a single `INSERT`
+/// takes that lock while it is planned, also before its xid). The horizon is the smallest
+/// xid among transactions holding or awaiting a lock on `events` (of this database), or,
+/// when there are none, the xmax of this statement's snapshot (the next xid to be given).
+/// Unlike `pg_snapshot_xmin`, a transaction open in another database, or one here that
+/// never writes `events`, does not hold it back.
+///
+/// Why no row is skipped: the rows are read by a *later* statement (snapshot S2) than the
+/// one computing the horizon H (which looked at the locks at instant L). Take a writer W
+/// whose rows S2 cannot see yet, with xid X. If W had its xid at L, it held the lock then
+/// (the lock comes before the xid and is kept until the end), so H <= X. Otherwise W gets
+/// its xid after L, and xids only grow: X >= the next xid at L >= the snapshot's xmax >=
+/// H. Either way X >= H, so `txid < H` never includes a row that could still appear.
+pub async fn horizon(pool: &PgPool) -> Result<i64, sqlx::Error> {
+    // pg_locks shows 32-bit xids: `behind` is how far each is below the 64-bit xmax (an
+    // xid still running is within 2^31 of it; one given after the snapshot is "ahead" and
+    // counts as the xmax).
+    sqlx::query_scalar(
+        "WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax),
+              writers AS (
+                  SELECT ((n.xmax - x.transactionid::text::bigint) % 4294967296
+                          + 4294967296) % 4294967296 AS behind
+                  FROM next n, pg_locks r
+                  JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction
+                                 AND x.locktype = 'transactionid'
+                                 AND x.mode = 'ExclusiveLock'
+                  WHERE r.locktype = 'relation'
+                    AND r.database = (SELECT oid FROM pg_database
+                                      WHERE datname = current_database())
+                    AND r.relation = 'events'::regclass
+                    AND r.mode NOT IN ('AccessShareLock', 'RowShareLock'))
+         SELECT n.xmax - coalesce(max(w.behind) FILTER (WHERE w.behind < 2147483648), 0)
+         FROM next n LEFT JOIN writers w ON true
+         GROUP BY n.xmax",
+    )
+    .fetch_one(pool)
+    .await
+}
 
 /// The next final events after `after`, at most `limit`.
 #[tracing::instrument(skip_all, err)]
@@ -92,23 +138,63 @@ pub async fn read_after(
     after: Cursor,
     limit: i64,
 ) -> Result<Vec<FeedEvent>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT txid::text::bigint, position, aggregate_type, aggregate_id, sequence, event_type,
-                payload::jsonb, metadata::jsonb, recorded_at
-         FROM events
+    // First the horizon, then the rows, in a later statement: see `horizon`.
+    let horizon = horizon(pool).await?;
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM events
          WHERE (txid, position) > ($1::text::xid8, $2)
-           AND txid < pg_snapshot_xmin(pg_current_snapshot())
+           AND txid < $4::text::xid8
          ORDER BY txid, position
-         LIMIT $3",
-    )
+         LIMIT $3"
+    ))
     .bind(after.txid.to_string())
     .bind(after.position)
     .bind(limit)
+    .bind(horizon.to_string())
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(decode).collect())
 }
 
+/// One stored event, for a replay of a dead letter.
+pub async fn read_one(
+    pool: &PgPool,
+    aggregate_type: &str,
+    aggregate_id: &str,
+    sequence: i64,
+) -> Result<Option<FeedEvent>, sqlx::Error> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = $3"
+    ))
+    .bind(aggregate_type)
+    .bind(aggregate_id)
+    .bind(sequence)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(decode))
+}
+
+/// Every event of one aggregate, in order, for a replay of a dead letter.
+pub async fn read_aggregate(
+    pool: &PgPool,
+    aggregate_type: &str,
+    aggregate_id: &str,
+) -> Result<Vec<FeedEvent>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence"
+    ))
+    .bind(aggregate_type)
+    .bind(aggregate_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(decode).collect())
+}
+
+/// A row as an event. The payload is read as text and parsed here, not cast to jsonb in
+/// the query: a payload jsonb refuses (a NUL written by hand) then fails this one event,
+/// which the follower parks, instead of every read.
 fn decode(row: Row) -> FeedEvent {
     let (
         txid,
@@ -127,8 +213,8 @@ fn decode(row: Row) -> FeedEvent {
         aggregate_id,
         sequence: sequence as u64,
         event_type,
-        payload,
-        metadata,
+        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+        metadata: serde_json::from_str(&metadata).unwrap_or(serde_json::Value::Null),
         recorded_at,
     }
 }

@@ -5,16 +5,20 @@
 pub mod catalog;
 mod command;
 mod db;
+pub mod dead_letters;
 mod events;
 pub mod feed;
+pub mod idempotency;
 pub mod lease;
 pub mod liveness;
+pub mod projected;
 pub mod views;
 
 pub use command::{
-    execute, execute_all, load, CommandError, Committed, Metadata, Recorded, Stored, RETRY_FOR,
+    execute, execute_all, execute_with, load, CommandError, Committed, Metadata, Receipt, Recorded,
+    Stored, RETRY_FOR,
 };
-pub use db::{connect, migrate, StoreError};
+pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
 pub use events::{last_sequence, last_sequence_of, vm_events, AuditEvent};
 

@@ -132,6 +132,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         credentials_file: None,
         max_runners: 4,
         kubernetes: None,
+        db_limits: Default::default(),
     }
 }
 
@@ -144,9 +145,11 @@ async fn start(
 ) -> Result<TestApp, daemon::StartupError> {
     let token = format!("token-{db_name}");
     let prefix = config.nats_prefix.clone();
+    // The test talks to the NATS server the application uses (a test's own, maybe).
+    let nats = config.nats_url.clone();
     let (port, running) = run_on_own_thread(config, roles, token.clone()).await?;
     let pool = store::connect(&server_url(db_name), 5).await.unwrap();
-    let bus = bus::Bus::connect(&nats_url(), &prefix).await.unwrap();
+    let bus = bus::Bus::connect(&nats, &prefix).await.unwrap();
     Ok(TestApp {
         address: format!("http://127.0.0.1:{port}"),
         token,

@@ -54,7 +54,8 @@ fn the_terraform_of_every_provider_is_formatted_and_matches_the_registry() {
     ] {
         assert!(ids.contains(&id), "{id} is in the registry");
         let provider = registry.provider(id).unwrap();
-        let facts = registry::FolderFacts::read(&repo_hcl().join(&provider.folder)).unwrap();
+        let files = provider.files(&registry.hcl_dir).unwrap();
+        let facts = registry::FolderFacts::read_files(&files).unwrap();
         if id != "local" {
             assert!(
                 !facts.providers.is_empty(),
@@ -70,7 +71,7 @@ async fn the_daemon_refuses_to_start_when_the_registry_does_not_match_its_folder
     let toml = std::fs::read_to_string(hcl.path().join("providers.toml")).unwrap();
     std::fs::write(
         hcl.path().join("providers.toml"),
-        toml.replacen("folder = \"aws\"", "folder = \"aws-gone\"", 1),
+        toml.replacen("\"common\", \"aws\"", "\"common\", \"aws-gone\"", 1),
     )
     .unwrap();
     let Err(error) = try_spawn_app(Roles::NONE, |c| c.hcl_dir = hcl.path().to_owned()).await else {
@@ -163,7 +164,7 @@ fn leaky_hcl() -> tempfile::TempDir {
     .unwrap();
     let mut toml = std::fs::read_to_string(hcl.path().join("providers.toml")).unwrap();
     toml.push_str(
-        "\n[[providers]]\nid = \"leaky\"\nname = \"Leaky\"\nfolder = \"leaky\"\nenabled = true\nregions = []\n\n[[providers.credentials]]\nname = \"TF_VAR_leak_token\"\nenv = \"LEAKY_TOKEN\"\n",
+        "\n[[providers]]\nid = \"leaky\"\nname = \"Leaky\"\nfolders = [\"common\", \"leaky\"]\nenabled = true\nregions = []\n\n[[providers.credentials]]\nname = \"TF_VAR_leak_token\"\nenv = \"LEAKY_TOKEN\"\n",
     );
     std::fs::write(hcl.path().join("providers.toml"), toml).unwrap();
     hcl

@@ -2,7 +2,7 @@
 //! owned by the Job; credentials are references to Secrets, never values. A Job that fails
 //! before its runner reports is not noticed yet: that needs a watcher on the Jobs.
 
-mod manifest;
+pub(crate) mod manifest;
 #[cfg(test)]
 mod tests;
 

@@ -3,7 +3,8 @@
 //! Every statement sets values rather than adding to them, so folding an event twice, or
 //! replaying all events onto the tables as they are (a rebuild), gives the same rows.
 
-use domain::catalog::{CatalogEvent, ProviderSpec, TemplateChanges, TemplateSpec};
+use cqrs_es::Aggregate;
+use domain::catalog::{Catalog, CatalogEvent, ProviderSpec, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
 use sqlx::{Postgres, Transaction};
 
@@ -13,7 +14,7 @@ type Tx<'a, 'c> = &'a mut Transaction<'c, Postgres>;
 
 /// Folds `event` if it is one of the catalog's; returns whether it was.
 pub async fn fold(tx: Tx<'_, '_>, event: &FeedEvent) -> Result<bool, sqlx::Error> {
-    if event.aggregate_type != "Catalog" {
+    if event.aggregate_type != Catalog::TYPE {
         return Ok(false);
     }
     let catalog_event: CatalogEvent = serde_json::from_value(event.payload.clone())

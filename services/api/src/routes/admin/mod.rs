@@ -2,9 +2,11 @@
 //! command on the `Catalog` aggregate, so it is validated there and recorded as an event
 //! with its actor; `GET /admin/catalog/events` is that audit history.
 
+mod dead_letters;
 mod providers;
 mod templates;
 
+pub use dead_letters::*;
 pub use providers::*;
 pub use templates::*;
 
@@ -23,6 +25,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .merge(providers::router())
         .merge(templates::router())
+        .merge(dead_letters::router())
         .route("/admin/catalog/events", get(list_catalog_events))
 }
 

@@ -1,25 +1,28 @@
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
 use domain::provisioning::{
-    Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, SshPublicKey, TemplateId,
-    VmId, VmName, VmSpec,
+    Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError,
+    SshPublicKey, TemplateId, VmId, VmName, VmSpec, VmView,
 };
-use serde::Deserialize;
+use domain::Decide;
+use serde::{Deserialize, Serialize};
+use store::CommandError;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{read_your_writes, VmOut};
+use super::{answered_meanwhile, run, vm_out, VmOut};
+use crate::answers::{kept_answer, Answered, IdempotencyKey};
 use crate::error::vm_command_failed;
 use crate::routes::metadata;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 /// A request for a VM.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateVmIn {
     /// Optional client-chosen id (UUID). Lets a client open the VM's stream before creating
-    /// it, and makes a retried create safe: the second one gets `409`.
+    /// it, and makes a retried create safe: the same request again answers `202` with the
+    /// same VM, another request with this id `409`.
     pub id: Option<Uuid>,
     /// 1 to 63 characters of `[a-z0-9-]`, starting with a letter.
     pub name: String,
@@ -36,36 +39,111 @@ pub struct CreateVmIn {
 }
 
 /// Requests a VM. The VM is created in the background; follow it with `GET
-/// /api/v1/vms/{id}` or its stream.
+/// /api/v1/vms/{id}` or its stream. Answered from the command's own events, with their
+/// position in `Provisioning-Position`.
+///
+/// Safe to retry: the same request with the same `id` answers `202` with the same VM (the
+/// same `id` with another request: `409`), and so does the same request with the same
+/// `Idempotency-Key` (another request with that key: `422`).
 #[utoipa::path(post, path = "/api/v1/vms", tag = "vms",
     security(("bearer" = [])),
     request_body = CreateVmIn,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key answers with the first answer (kept 24 h)")),
     responses(
-        (status = 202, description = "Requested", body = VmOut),
+        (status = 202, description = "Requested", body = VmOut,
+            headers(("Provisioning-Position" = i64, description = "Position of the command's last event; send it back as `min_position` to read your write"))),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
-        (status = 409, description = "A VM with this id exists", body = crate::error::ErrorBody),
-        (status = 422, description = "A field is invalid; `detail` names it", body = crate::error::ErrorBody),
+        (status = 409, description = "A VM with this id exists, requested differently", body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid (`detail` names it), or the Idempotency-Key was used for another request", body = crate::error::ErrorBody),
+        (status = 503, description = "The database cannot be reached; nothing was changed. Retry after `Retry-After` seconds", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all, fields(vm_id))]
 pub async fn create_vm(
     State(state): State<AppState>,
     request_id: RequestId,
+    IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<CreateVmIn>,
-) -> Result<(StatusCode, Json<VmOut>), ApiError> {
+) -> Result<Answered, ApiError> {
+    let fingerprint = format!(
+        "POST /api/v1/vms {}",
+        serde_json::to_string(&input).expect("a request is plain data")
+    );
+    if let Some(key) = &key {
+        if let Some(kept) = kept_answer(&state, key, &fingerprint).await? {
+            return Ok(kept);
+        }
+    }
     let spec = validate(&state, &input).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
     tracing::Span::current().record("vm_id", tracing::field::display(vm));
+    let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
+    let command = ProvisioningCommand::Request { spec: spec.clone() };
     let metadata = metadata(&request_id);
-    store::execute::<Provisioning>(
-        &state.pool,
+    match run(&state, vm, command, &metadata, key, None).await {
+        Ok(Some(answer)) => Ok(answer),
+        Ok(None) => answered_meanwhile(&state, key).await,
+        Err(CommandError::Rejected(ProvisioningError::AlreadyRequested)) => {
+            requested_before(&state, vm, &spec).await
+        }
+        Err(e) => Err(vm_command_failed(vm, e)),
+    }
+}
+
+/// A create with the `id` of an existing VM: the first create's answer again if it asked
+/// for the same, a 409 if not.
+async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<Answered, ApiError> {
+    let exists = || ApiError::Conflict(format!("a VM with id {vm} exists already"));
+    let (current, _) = store::load::<Provisioning>(&state.pool, &vm.to_string())
+        .await
+        .map_err(|e| match e {
+            store::StoreError::Database(e) => e.into(),
+            e => ApiError::internal(e),
+        })?;
+    let first = current.spec().ok_or_else(exists)?;
+    if !same_request(first, spec) {
+        return Err(ApiError::Conflict(format!(
+            "a VM with id {vm} exists already, requested with other values"
+        )));
+    }
+    let requested = store::projected::requested(&state.pool, vm)
+        .await?
+        .ok_or_else(exists)?;
+    // The VM as its create left it: the answer the first request got.
+    let events = Provisioning::default()
+        .decide(
+            ProvisioningCommand::Request {
+                spec: first.clone(),
+            },
+            &(),
+        )
+        .map_err(ApiError::internal)?;
+    let mut view = VmView::default();
+    for (sequence, event) in (1..).zip(&events) {
+        view.update(sequence, event);
+    }
+    let body = vm_out(
         vm,
-        ProvisioningCommand::Request { spec },
-        &metadata,
-    )
-    .await
-    .map_err(|e| vm_command_failed(vm, e))?;
-    let view = read_your_writes(&state, vm, &metadata).await?;
-    Ok((StatusCode::ACCEPTED, Json(view)))
+        first,
+        &view.lifecycle,
+        requested.first_at,
+        requested.last_at,
+    );
+    Ok(Answered::new(
+        StatusCode::ACCEPTED,
+        &body,
+        Some(requested.last_position),
+    ))
+}
+
+/// Whether two requests asked for the same VM: the fields a client sends. (The template's
+/// image and flavor may have changed in the catalog since.)
+fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
+    a.name == b.name
+        && a.provider == b.provider
+        && a.template == b.template
+        && a.ssh_public_key == b.ssh_public_key
+        && a.allow_ssh_from == b.allow_ssh_from
+        && a.duration_hours == b.duration_hours
 }
 
 /// Checks every field, the catalog included; returns the first problem, naming its field.

@@ -12,26 +12,34 @@ pub use history::*;
 pub use read::*;
 pub use stream::*;
 
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use domain::provisioning::VmId;
+use domain::provisioning::{
+    Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId, VmSpec,
+};
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::answers::Answered;
 use crate::{ApiError, AppState};
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/vms", get(list_vms).post(create_vm))
         .route("/vms/{id}", get(get_vm).delete(destroy_vm))
         .route("/vms/{id}/events", get(list_vm_events))
         .route("/vms/{id}/logs", get(list_vm_logs))
         .route("/vms/{id}/stream", get(stream_vm))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::answers::wait_for_min_position,
+        ))
 }
 
-/// A VM as the read model shows it.
+/// A VM: as the read model shows it, or as a command left it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VmOut {
     pub id: Uuid,
@@ -74,36 +82,105 @@ fn parse_id(id: &str) -> Result<VmId, ApiError> {
         .map_err(|_| ApiError::NotFound(format!("no VM {id:?}: ids are UUIDs")))
 }
 
-/// Answers a command with the VM as of that command, once the read model shows it too (so a
-/// GET right after sees the effect). Gives up waiting after a few seconds (the projector
-/// may be down); the command is committed either way.
-async fn read_your_writes(
-    state: &AppState,
+/// The VM as the aggregate's state shows it: what a command answers, with no wait for the
+/// read model. Computed as the read model computes it (the same lifecycle), so a GET that
+/// waited for the command's position shows the same. `None` before the VM was requested.
+fn vm_from_state(
     vm: VmId,
-    metadata: &store::Metadata,
-) -> Result<VmOut, ApiError> {
-    // This command's last event: later ones (the runner is quick) are not its effect.
-    let target = store::last_sequence_of(&state.pool, vm, &metadata.correlation_id).await?;
-    crate::routes::wait_for_projection(target, "the VM's read model", || async {
-        let row = store::views::get(&state.pool, vm).await?;
-        Ok(row.map_or(0, |r| r.last_sequence as u64))
-    })
-    .await?;
-    let (view, created_at, updated_at) = store::views::view_at(&state.pool, vm, target)
-        .await?
-        .ok_or_else(|| ApiError::internal(format!("VM {vm} has no events after a command")))?;
-    let spec = view
-        .spec
-        .ok_or_else(|| ApiError::internal(format!("VM {vm} has no request")))?;
-    Ok(VmOut {
+    state: &Provisioning,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+) -> Option<VmOut> {
+    let spec = state.spec()?;
+    Some(vm_out(vm, spec, state.lifecycle(), created_at, updated_at))
+}
+
+fn vm_out(
+    vm: VmId,
+    spec: &VmSpec,
+    lifecycle: &Lifecycle,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+) -> VmOut {
+    VmOut {
         id: vm.as_uuid(),
         name: spec.name.as_str().to_owned(),
         provider: spec.provider.as_str().to_owned(),
         template: spec.template.as_str().to_owned(),
-        status: view.lifecycle.status.as_str().to_owned(),
-        ip: view.lifecycle.ip,
+        status: lifecycle.status.as_str().to_owned(),
+        ip: lifecycle.ip.clone(),
         created_at,
         updated_at,
-        last_error: view.lifecycle.last_error,
-    })
+        last_error: lifecycle.last_error.clone(),
+    }
+}
+
+/// The answer to a committed command on VM `vm`, requested at `created_at`: its state after
+/// the command, and the position of the command's last event.
+fn answer(
+    vm: VmId,
+    committed: &store::Committed<Provisioning>,
+    created_at: Option<OffsetDateTime>,
+) -> (u16, serde_json::Value) {
+    let first = committed.events.first().map(|e| e.recorded_at);
+    let last = committed.events.last().map(|e| e.recorded_at);
+    let now = OffsetDateTime::now_utc();
+    let created_at = created_at.or(first).unwrap_or(now);
+    let body = vm_from_state(vm, &committed.state, created_at, last.unwrap_or(now));
+    let body = serde_json::to_value(body).expect("a VM is plain data");
+    (StatusCode::ACCEPTED.as_u16(), body)
+}
+
+/// Runs `command` on VM `vm` and answers from its own events. With an `Idempotency-Key`,
+/// the answer is kept with the events, in one transaction; a request that lost the key to
+/// a concurrent one with the same key gets that one's answer.
+async fn run(
+    state: &AppState,
+    vm: VmId,
+    command: ProvisioningCommand,
+    metadata: &store::Metadata,
+    key: Option<(&str, &str)>,
+    created_at: Option<OffsetDateTime>,
+) -> Result<Option<Answered>, store::CommandError<ProvisioningError>> {
+    let answer = |c: &store::Committed<Provisioning>| answer(vm, c, created_at);
+    let receipt = key.map(|(key, fingerprint)| store::Receipt {
+        key,
+        fingerprint,
+        answer: &answer,
+    });
+    let pool = &state.pool;
+    let committed =
+        store::execute_with(pool, vm, &(), vec![command], metadata, receipt.as_ref()).await?;
+    if key.is_some() {
+        // Each new key clears a few expired ones, so the table stays as small as a day's keys.
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store::idempotency::expire(&pool, 100).await {
+                tracing::warn!(%error, "could not delete expired idempotency keys");
+            }
+        });
+    }
+    // `None`: another request holds the key; the caller answers with its kept answer.
+    Ok(committed.map(|committed| {
+        let (status, body) = answer(&committed);
+        Answered {
+            status: StatusCode::from_u16(status).expect("a valid status"),
+            body,
+            position: committed.last_position(),
+        }
+    }))
+}
+
+/// The answer kept under `key` by a concurrent request with the same key, which committed
+/// first.
+async fn answered_meanwhile(
+    state: &AppState,
+    key: Option<(&str, &str)>,
+) -> Result<Answered, ApiError> {
+    let (key, fingerprint) = key.ok_or_else(|| ApiError::internal("a receipt without a key"))?;
+    crate::answers::kept_answer(state, key, fingerprint)
+        .await?
+        .ok_or_else(|| {
+            ApiError::Unavailable(format!("a request with Idempotency-Key {key:?} is running"))
+        })
 }

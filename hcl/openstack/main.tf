@@ -1,7 +1,6 @@
-# Deliberately a copy of ../nrec-uio/main.tf and ../nrec-uib/main.tf (only the project's ports or
-# region default differ): a job's working directory is this one folder, copied flat (the
-# Kubernetes executor ships it as a ConfigMap, which holds no subfolders), so a shared
-# module under ../modules would not be there when Terraform runs. Change all three together.
+# An NREC (OpenStack) VM. A project's folder (../nrec, ../nrec-uio, ../nrec-uib) adds
+# project.tf, which sets what differs: the region default, local.tcp_ports and
+# local.security_group_description. Both are copied flat into one working directory.
 
 # Credentials: OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME from the runner's environment.
 provider "openstack" {
@@ -13,8 +12,7 @@ provider "openstack" {
 
 locals {
   name = "${var.vm_name}-${var.vm_id}"
-  # tcp ports opened to allow_ssh_from_v4: SSH.
-  tcp_ports = [22]
+  # The project's tcp ports (project.tf), each opened to every CIDR of allow_ssh_from_v4.
   tcp_rules = { for pair in setproduct(local.tcp_ports, var.allow_ssh_from_v4) : "${pair[0]}-${pair[1]}" => { port = pair[0], cidr = pair[1] } }
 }
 
@@ -25,7 +23,7 @@ resource "openstack_compute_keypair_v2" "vm" {
 
 resource "openstack_networking_secgroup_v2" "vm" {
   name        = "${local.name}-ssh-icmp"
-  description = "SSH and ICMP from the VM's allowed CIDRs."
+  description = local.security_group_description
 }
 
 resource "openstack_networking_secgroup_rule_v2" "tcp" {

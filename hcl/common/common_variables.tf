@@ -1,10 +1,7 @@
-# Deliberately a copy of ../nrec/variables.tf and ../nrec-uio/variables.tf (only the project's ports or
-# region default differ): a job's working directory is this one folder, copied flat (the
-# Kubernetes executor ships it as a ConfigMap, which holds no subfolders), so a shared
-# module under ../modules would not be there when Terraform runs. Change all three together.
-
-# Common variables: every provider folder declares exactly these (see ../README.md).
-# The service writes them to terraform.tfvars.json.
+# The common variables every provider shares, word for word; the dispatcher writes them to
+# terraform.tfvars.json. Every provider's folders are copied flat after this one into the job's
+# working directory (see ../README.md). image_name and flavor_name, common too, are declared
+# by each provider, since their meaning and checks are the provider's own.
 
 variable "vm_id" {
   type        = string
@@ -24,16 +21,6 @@ variable "vm_name" {
 variable "public_key" {
   type        = string
   description = "OpenSSH public key installed for the login user."
-}
-
-variable "image_name" {
-  type        = string
-  description = "Image to boot, in the provider's own naming (the template's image)."
-}
-
-variable "flavor_name" {
-  type        = string
-  description = "Size of the VM, in the provider's own naming (the template's flavor)."
 }
 
 variable "allow_ssh_from_v4" {
@@ -71,30 +58,4 @@ variable "phone_home_url" {
 variable "duration_hours" {
   type        = number
   description = "Lifetime of the VM in hours; the service destroys it when it expires."
-}
-
-# NREC (OpenStack). Credentials come from OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME.
-
-variable "region" {
-  type        = string
-  description = "NREC region."
-  default     = "bgo"
-}
-
-variable "auth_url" {
-  type        = string
-  description = "Keystone endpoint of NREC."
-  default     = "https://api.nrec.no:5000/v3"
-}
-
-variable "domain_name" {
-  type        = string
-  description = "Keystone user and project domain."
-  default     = "dataporten"
-}
-
-variable "network_name" {
-  type        = string
-  description = "Network the VM is attached to."
-  default     = "dualStack"
 }
