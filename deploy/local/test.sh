@@ -14,4 +14,4 @@ source deploy/local/prelude.sh
 
 log "cargo test --workspace --locked $*"
 timed "building the tests" cargo test --workspace --locked --no-run "$@"
-timed "running the tests" cargo test --workspace --locked "$@"
+timed "running the tests" cargo test --workspace --locked --no-fail-fast "$@"
