@@ -31,7 +31,13 @@ pub struct TestApp {
     pub work: tempfile::TempDir,
     /// Whether dropping it removes the database and streams (a replica shares them).
     owner: bool,
+    /// The highest `Provisioning-Position` a command answered through the typed helpers:
+    /// later `GET`s send it, so they read their writes as a careful client would.
+    position: std::sync::atomic::AtomicU64,
 }
+
+/// The header of a command's answer: the position of its last event.
+const POSITION: &str = "provisioning-position";
 
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(Roles::ALL).await
@@ -160,6 +166,7 @@ async fn start(
         running: Some(running),
         work,
         owner,
+        position: Default::default(),
     })
 }
 
@@ -188,9 +195,27 @@ impl TestApp {
     }
 
     pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client
+        let request = self
+            .client
             .get(format!("{}{path}", self.address))
-            .bearer_auth(&self.token)
+            .bearer_auth(&self.token);
+        match self.position.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => request,
+            position => request.header(POSITION, position.to_string()),
+        }
+    }
+
+    /// Remembers the position a command answered with, for later `GET`s.
+    fn saw(&self, response: &reqwest::Response) {
+        let position = response
+            .headers()
+            .get(POSITION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(position) = position {
+            self.position
+                .fetch_max(position, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 
     pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
@@ -217,7 +242,9 @@ impl TestApp {
 
     /// The body of a `DELETE`, which must answer `status`.
     pub async fn delete_json<T: DeserializeOwned>(&self, path: &str, status: u16) -> T {
-        expect_json(self.delete(path).send().await.unwrap(), status).await
+        let response = self.delete(path).send().await.unwrap();
+        self.saw(&response);
+        expect_json(response, status).await
     }
 
     /// The body of a `method` (`PATCH`, `PUT`, ...) request with the JSON `body`, which must
@@ -238,6 +265,7 @@ impl TestApp {
             .send()
             .await
             .unwrap();
+        self.saw(&response);
         expect_json(response, status).await
     }
 
@@ -344,6 +372,8 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         // Blocks the test's thread until the application stopped: it runs on its own.
         let stopped = self.running.take().map_or(Ok(()), Running::stop);
+        // Runners outlive their daemon by design; a test's own must not outlive the test.
+        kill_runners_in(self.work.path());
         self.clean_up();
         if let Err(e) = stopped {
             if !std::thread::panicking() {
@@ -441,4 +471,33 @@ pub fn terraform_wrapper(dir: &std::path::Path, body: &str) -> std::path::PathBu
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// Kills (SIGKILL) every process whose environment names a working directory under `work`:
+/// the runners a test's daemon started, and their Terraform.
+fn kill_runners_in(work: &std::path::Path) {
+    let needle = format!("RUNNER_WORKDIR={}", work.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let ours = environ
+            .split(|b| *b == 0)
+            .any(|var| var.starts_with(needle.as_bytes()));
+        if ours {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pid}"), &pid.to_string()])
+                .status();
+        }
+    }
 }
