@@ -5,6 +5,8 @@
 pub(crate) mod manifest;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod deploy_files;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
