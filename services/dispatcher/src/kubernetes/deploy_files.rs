@@ -159,7 +159,13 @@ fn every_deploy_manifest_round_trips_through_its_typed_object() {
         }
     }
     // The distributed setup is all there: NATS, Postgres and two replicas of each role.
-    for kind in ["StatefulSet", "Cluster", "Database", "Deployment", "ConfigMap"] {
+    for kind in [
+        "StatefulSet",
+        "Cluster",
+        "Database",
+        "Deployment",
+        "ConfigMap",
+    ] {
         assert!(kinds.contains_key(kind), "no {kind}: {kinds:?}");
     }
 }

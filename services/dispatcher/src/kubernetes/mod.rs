@@ -2,11 +2,11 @@
 //! owned by the Job; credentials are references to Secrets, never values. A Job that fails
 //! before its runner reports is not noticed yet: that needs a watcher on the Jobs.
 
+#[cfg(test)]
+mod deploy_files;
 pub(crate) mod manifest;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod deploy_files;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
