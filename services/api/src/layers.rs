@@ -1,12 +1,14 @@
 //! What every request passes through, outermost first: it gets its id, then a span (method,
 //! matched route, request id; status and latency when answered), then the log of a 500's
-//! cause, then the timeout.
+//! cause, then the timeout, then the shorter bound of commands.
 
 use std::time::Duration;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request};
-use axum::response::Response;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::{BoxError, Router};
 use tower::ServiceBuilder;
 use tower_http::trace::TraceLayer;
@@ -20,8 +22,27 @@ use crate::ApiError;
 /// It bounds the time to the response's head only: an SSE stream, once answered, runs on.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a command (any request but a GET or HEAD) may take to answer. Its database work
+/// is bounded on its own (3 s to get a connection, 3 s of retries while other writers win),
+/// but a connection that stalls mid-statement (a network dropping packets) is noticed by
+/// neither: the server's `statement_timeout` never hears of it. This bound answers 503 with
+/// `Retry-After` instead, well before the request timeout.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The time bounds of [`around`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub request: Duration,
+    pub command: Duration,
+}
+
+pub(crate) const BOUNDS: Bounds = Bounds {
+    request: REQUEST_TIMEOUT,
+    command: COMMAND_TIMEOUT,
+};
+
 /// Wraps every route (and the fallback) of `router`; add it after them.
-pub(crate) fn around<S>(router: Router<S>, timeout: Duration) -> Router<S>
+pub(crate) fn around<S>(router: Router<S>, bounds: Bounds) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
@@ -36,9 +57,31 @@ where
                     .on_failure(()),
             )
             .layer(axum::middleware::from_fn(log_internal))
-            .layer(HandleErrorLayer::new(move |e| timed_out(e, timeout)))
-            .timeout(timeout),
+            .layer(HandleErrorLayer::new(move |e| timed_out(e, bounds.request)))
+            .timeout(bounds.request)
+            .layer(axum::middleware::from_fn(move |request, next| {
+                bound_command(request, next, bounds.command)
+            })),
     )
+}
+
+/// Answers a command that took longer than `bound` with a 503. Dropping the handler's
+/// future drops its transaction too: Postgres rolls back what was not committed.
+async fn bound_command(request: Request, next: Next, bound: Duration) -> Response {
+    if matches!(*request.method(), Method::GET | Method::HEAD) {
+        return next.run(request).await;
+    }
+    match tokio::time::timeout(bound, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(?bound, "a command got no answer from the database in time");
+            ApiError::Unavailable(format!(
+                "no answer within {bound:?}: the database is slow or out of reach; the \
+                 command may have been recorded, retry it with the same id or Idempotency-Key"
+            ))
+            .into_response()
+        }
+    }
 }
 
 fn span(request: &Request) -> Span {
@@ -86,13 +129,18 @@ mod tests {
 
     use super::*;
 
-    const TIMEOUT: Duration = Duration::from_millis(100);
+    const TIMEOUT: Duration = Duration::from_millis(300);
+    const COMMAND: Duration = Duration::from_millis(100);
 
     fn app() -> Router {
         let router = Router::new()
             .route(
                 "/slow",
                 get(|| async { tokio::time::sleep(TIMEOUT * 3).await }),
+            )
+            .route(
+                "/command",
+                axum::routing::post(|| async { tokio::time::sleep(COMMAND * 2).await }),
             )
             .route(
                 "/broken",
@@ -112,7 +160,11 @@ mod tests {
                     Body::from_stream(chunks)
                 }),
             );
-        around(router, TIMEOUT)
+        let bounds = Bounds {
+            request: TIMEOUT,
+            command: COMMAND,
+        };
+        around(router, bounds)
     }
 
     #[derive(Debug, thiserror::Error)]
@@ -120,7 +172,13 @@ mod tests {
     struct Outer(#[source] std::io::Error);
 
     pub(super) async fn call(path: &str) -> (StatusCode, String) {
-        let request = Request::get(path)
+        call_with(Method::GET, path).await
+    }
+
+    async fn call_with(method: Method, path: &str) -> (StatusCode, String) {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
             .header("x-request-id", "req-42")
             .body(Body::empty())
             .unwrap();
@@ -137,6 +195,25 @@ mod tests {
         let (status, body) = call("/slow").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(body.contains(r#""code":"unavailable""#), "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_slow_command_is_answered_503_within_the_command_bound() {
+        let started = std::time::Instant::now();
+        let (status, body) = call_with(Method::POST, "/command").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.contains("may have been recorded"), "{body}");
+        assert!(started.elapsed() < TIMEOUT, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_get_is_not_cut_by_the_command_bound() {
+        // Answered by the request timeout (300 ms), not the command bound (100 ms).
+        let started = std::time::Instant::now();
+        let (status, body) = call_with(Method::GET, "/slow").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.contains("no answer within 300ms"), "{body}");
+        assert!(started.elapsed() >= TIMEOUT, "{:?}", started.elapsed());
     }
 
     #[tokio::test]

@@ -16,7 +16,6 @@ use secrecy::SecretString;
 
 pub use error::ApiError;
 use extract::{AppJson, RequestId};
-use layers::REQUEST_TIMEOUT;
 pub use openapi::ApiDoc;
 
 #[derive(Clone)]
@@ -42,7 +41,7 @@ pub fn app(state: AppState) -> Router {
         .nest("/api/v1", api)
         .merge(routes::health::router())
         .fallback(|| async { ApiError::NotFound("no such route".into()) });
-    layers::around(routes, REQUEST_TIMEOUT).with_state(state)
+    layers::around(routes, layers::BOUNDS).with_state(state)
 }
 
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.

@@ -92,3 +92,36 @@ async fn commands_answer_503_soon_and_write_nothing_while_the_database_is_unreac
         assert_eq!(created.status, 202, "{mode:?}: {}", created.body);
     }
 }
+
+/// A statement that does not come back (here: blocked by a lock; a connection that stalls
+/// mid-statement looks the same to the command) is cut by the command bound: 503 with
+/// `Retry-After` within 5 s, not the 30 s of the request or statement timeout; the command's
+/// transaction is rolled back.
+#[tokio::test]
+async fn a_command_whose_statement_hangs_answers_503_within_seconds_and_writes_nothing() {
+    let proxy = Proxy::start(target_of(&server_url("postgres"))).await;
+    let app = api_behind(&proxy).await;
+    let mut lock = app.pool.begin().await.unwrap();
+    store::sqlx::query("LOCK TABLE events IN EXCLUSIVE MODE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+
+    let id = uuid::Uuid::new_v4().to_string();
+    let body = vm_request(json!({"id": id, "name": "stuck"}));
+    let started = Instant::now();
+    let reply = create(&app, &body, None).await;
+    let waited = started.elapsed();
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    assert!(reply.retry_after.is_some(), "a 503 says when to retry");
+    assert!(waited < Duration::from_secs(5), "answered after {waited:?}");
+    lock.rollback().await.unwrap();
+
+    assert_eq!(
+        events_of(&app, &id).await,
+        0,
+        "the cut command wrote nothing"
+    );
+    // The same create, retried, goes through.
+    assert_eq!(create(&app, &body, None).await.status, 202);
+}

@@ -2,6 +2,8 @@
 //! owned by the Job; credentials are references to Secrets, never values. A Job that fails
 //! before its runner reports is not noticed yet: that needs a watcher on the Jobs.
 
+#[cfg(test)]
+mod deploy_files;
 pub(crate) mod manifest;
 #[cfg(test)]
 mod tests;

@@ -46,7 +46,7 @@ fn credential(name: &str, secret: Option<(&str, &str)>) -> LaunchCredential {
     }
 }
 
-fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) -> Launch {
+pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) -> Launch {
     std::fs::write(
         dir.join("main.tf"),
         "resource \"null_resource\" \"vm\" {}\n",
@@ -79,7 +79,7 @@ fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) -> Launch {
     }
 }
 
-fn good_credentials() -> Vec<LaunchCredential> {
+pub(super) fn good_credentials() -> Vec<LaunchCredential> {
     vec![
         credential("OS_PASSWORD", Some(("nrec", "password"))),
         credential("RUNNER_BACKEND_PASSWORD", Some(("tf-backend", "password"))),
