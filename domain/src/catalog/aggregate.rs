@@ -146,6 +146,25 @@ impl Decide for Catalog {
 }
 
 impl Catalog {
+    /// Every provider, in the order they were added.
+    pub fn providers(&self) -> impl Iterator<Item = &ProviderSpec> {
+        self.providers.iter().map(|p| &p.spec)
+    }
+
+    /// Every template of every provider, in the order they were added.
+    pub fn templates(&self) -> impl Iterator<Item = &TemplateSpec> {
+        self.providers.iter().flat_map(|p| p.templates.iter())
+    }
+
+    /// The catalog plus the seed rows it does not know yet: what a command saw, also when
+    /// it changed nothing and so recorded no `SeedImported`.
+    pub fn with_seed(mut self, seed: &Seed) -> Catalog {
+        if let Some(import) = self.import(seed) {
+            self.apply(import);
+        }
+        self
+    }
+
     /// Decides the command on the catalog as its events made it.
     fn decide_known(&self, command: CatalogCommand) -> Result<Vec<CatalogEvent>, CatalogError> {
         use CatalogCommand as C;

@@ -30,8 +30,8 @@ pub struct AppState {
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(routes::vms::router(state.clone()))
-        .merge(routes::providers::router())
-        .merge(routes::admin::router())
+        .merge(routes::providers::router(state.clone()))
+        .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -29,6 +29,10 @@ pub struct Config {
     /// How many runners one dispatcher keeps running at once (`PROVISIONING_MAX_RUNNERS`);
     /// further jobs wait in JetStream, in order.
     pub max_runners: usize,
+    /// How long runners send a report again before they give up
+    /// (`PROVISIONING_RUNNER_PUBLISH_RETRY_SECS`, passed to them as
+    /// `RUNNER_PUBLISH_RETRY_SECS`): a NATS outage shorter than this loses nothing.
+    pub runner_publish_retry: std::time::Duration,
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
@@ -136,6 +140,18 @@ impl Config {
                 }
             },
             max_runners,
+            runner_publish_retry: match var("PROVISIONING_RUNNER_PUBLISH_RETRY_SECS") {
+                None => dispatcher::DEFAULT_RUNNER_PUBLISH_RETRY,
+                Some(secs) => match secs.parse::<u64>() {
+                    Ok(secs) => std::time::Duration::from_secs(secs),
+                    Err(_) => {
+                        return Err(ConfigError {
+                            name: "PROVISIONING_RUNNER_PUBLISH_RETRY_SECS",
+                            reason: "must be a number of seconds".into(),
+                        })
+                    }
+                },
+            },
             kubernetes,
             db_limits: db_limits(&var)?,
         })

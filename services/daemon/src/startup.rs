@@ -141,6 +141,7 @@ impl Application {
                 backend_password,
                 backend_secret,
                 terraform_bin: config.terraform_bin,
+                publish_retry: config.runner_publish_retry,
                 registry,
                 credentials,
             },

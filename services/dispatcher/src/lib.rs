@@ -14,6 +14,8 @@ mod workdir;
 pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
 pub use job_status::answer_job_status;
 pub use kubernetes::{KubernetesConfig, KubernetesExecutor, RunnerResources};
+/// How long a runner retries a report when the daemon does not say (`RUNNER_PUBLISH_RETRY_SECS`).
+pub use runner::DEFAULT_PUBLISH_RETRY as DEFAULT_RUNNER_PUBLISH_RETRY;
 pub use workdir::{prepare, WorkdirError};
 
 use std::path::PathBuf;
@@ -41,6 +43,9 @@ pub struct DispatcherConfig {
     /// The Kubernetes Secret holding that password (Kubernetes executor).
     pub backend_secret: Option<registry::SecretRef>,
     pub terraform_bin: PathBuf,
+    /// How long a runner sends a report again before it gives up
+    /// (`PROVISIONING_RUNNER_PUBLISH_RETRY_SECS`, the runner's `RUNNER_PUBLISH_RETRY_SECS`).
+    pub publish_retry: std::time::Duration,
     pub registry: Arc<registry::Registry>,
     /// Credential values for runners (local executor).
     pub credentials: Arc<registry::Credentials>,
@@ -194,27 +199,13 @@ impl Dispatcher {
             vm_id: job.vm_id,
             job_id: job.job_id,
             action: job.action,
-            env: vec![
-                (env::NATS_URL.into(), self.config.nats_url.clone()),
-                (
-                    env::NATS_PREFIX.into(),
-                    self.bus.subjects.prefix().to_owned(),
-                ),
-                (env::VM_ID.into(), job.vm_id.to_string()),
-                (env::JOB_ID.into(), job.job_id.to_string()),
-                (env::ACTION.into(), job.action.as_str().into()),
-                (env::WORKDIR.into(), workdir.display().to_string()),
-                (
-                    env::TERRAFORM_BIN.into(),
-                    self.config.terraform_bin.display().to_string(),
-                ),
-                (
-                    env::BACKEND_CONN_STR.into(),
-                    self.config.backend_conn_str.clone(),
-                ),
-                // Names only: the runner redacts these variables' values from what it publishes.
-                (env::SECRET_ENV.into(), secret_names),
-            ],
+            env: runner_env(
+                &self.config,
+                self.bus.subjects.prefix(),
+                job,
+                &workdir,
+                secret_names,
+            ),
             credentials,
             workdir,
         };
@@ -223,6 +214,39 @@ impl Dispatcher {
             .await
             .map_err(|e| format!("could not start the runner: {e}"))
     }
+}
+
+/// The environment of the runner of `job`, credentials apart: the same for every executor
+/// (the Kubernetes one swaps the paths for the pod's).
+pub(crate) fn runner_env(
+    config: &DispatcherConfig,
+    prefix: &str,
+    job: &JobMessage,
+    workdir: &std::path::Path,
+    secret_names: String,
+) -> Vec<(String, String)> {
+    vec![
+        (env::NATS_URL.into(), config.nats_url.clone()),
+        (env::NATS_PREFIX.into(), prefix.to_owned()),
+        (env::VM_ID.into(), job.vm_id.to_string()),
+        (env::JOB_ID.into(), job.job_id.to_string()),
+        (env::ACTION.into(), job.action.as_str().into()),
+        (env::WORKDIR.into(), workdir.display().to_string()),
+        (
+            env::TERRAFORM_BIN.into(),
+            config.terraform_bin.display().to_string(),
+        ),
+        (
+            env::BACKEND_CONN_STR.into(),
+            config.backend_conn_str.clone(),
+        ),
+        (
+            env::PUBLISH_RETRY_SECS.into(),
+            config.publish_retry.as_secs().to_string(),
+        ),
+        // Names only: the runner redacts these variables' values from what it publishes.
+        (env::SECRET_ENV.into(), secret_names),
+    ]
 }
 
 /// Reports a job whose runner never ran, or ended without reporting, as failed, the way its

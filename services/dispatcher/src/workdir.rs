@@ -151,7 +151,22 @@ mod tests {
             backend_password: Some("hunter2-secret".to_owned().into()),
             backend_secret: None,
             terraform_bin: "terraform".into(),
+            publish_retry: std::time::Duration::from_secs(300),
         }
+    }
+
+    #[test]
+    fn every_runner_is_told_how_long_to_retry_its_reports() {
+        let work = tempfile::tempdir().unwrap();
+        let mut config = config(work.path());
+        config.publish_retry = std::time::Duration::from_secs(42);
+        let env = crate::runner_env(&config, "p", &job("local"), work.path(), String::new());
+        let retry: Vec<_> = env
+            .iter()
+            .filter(|(name, _)| name == runner::env::PUBLISH_RETRY_SECS)
+            .map(|(_, value)| value.as_str())
+            .collect();
+        assert_eq!(retry, ["42"]);
     }
 
     #[test]

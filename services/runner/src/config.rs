@@ -33,7 +33,7 @@ pub struct RunnerConfig {
 }
 
 /// The default of `RUNNER_PUBLISH_RETRY_SECS`: longer than a NATS restart or leader election.
-const DEFAULT_PUBLISH_RETRY: Duration = Duration::from_secs(300);
+pub const DEFAULT_PUBLISH_RETRY: Duration = Duration::from_secs(300);
 
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: {reason}")]

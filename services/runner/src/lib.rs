@@ -14,7 +14,7 @@ mod redact;
 mod signals;
 mod terraform;
 
-pub use config::{ConfigError, RunnerConfig};
+pub use config::{ConfigError, RunnerConfig, DEFAULT_PUBLISH_RETRY};
 pub use lines::parse_line;
 pub use redact::{Redactor, REDACTED};
 
@@ -35,17 +35,25 @@ pub enum RunnerError {
     Signals(std::io::Error),
 }
 
-/// Runs the job and reports it. Returns Terraform's exit code; an error means the
-/// report could not be delivered. The binary exits 0 once the result is delivered, whatever
+/// How a run ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// Terraform ran (or the job failed before it could) and the result was delivered.
+    Reported { terraform_exit_code: i32 },
+    /// The daemon said the job is no longer active: nothing ran, nothing was reported.
+    Skipped,
+}
+
+/// Runs the job and reports it. An error means the report could not be delivered. The
+/// binary exits 0 once the result is delivered (or the job was skipped), whatever
 /// Terraform's exit code: a non-zero exit tells the executor the job went unreported.
-pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
+pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     // First of all: a signal from now on stops Terraform cleanly instead of the runner.
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
     if active::job_is_active(&bus, &config).await == Some(false) {
         // Failed (by the watchdog) or ended meanwhile: nothing to run, nothing to report.
-        tracing::warn!(vm_id = %config.vm_id, job_id = %config.job_id, "the job is no longer active; not running Terraform");
-        return Ok(0);
+        return Ok(Ran::Skipped);
     }
     let _beating = heartbeat::start(&bus, &config);
     let mut out = Reporter {
@@ -116,7 +124,9 @@ pub async fn run(config: RunnerConfig) -> Result<i32, RunnerError> {
     })
     .await?;
     out.publisher.flush().await?;
-    Ok(exit_code)
+    Ok(Ran::Reported {
+        terraform_exit_code: exit_code,
+    })
 }
 
 /// Copies the files of `source` (flat: a ConfigMap mount) into `workdir`, creating it.

@@ -20,10 +20,13 @@ pub struct VmRow {
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
     pub last_sequence: i64,
+    /// The job the VM waits for, if any (from the folded view).
+    pub active_job: Option<sqlx::types::Json<domain::provisioning::ActiveJob>>,
 }
 
 const COLUMNS: &str =
-    "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence";
+    "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
+     NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))

@@ -7,10 +7,15 @@ use utoipa::ToSchema;
 
 use crate::{ApiError, AppState};
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/providers", get(list_providers))
         .route("/providers/{provider}/templates", get(list_templates))
+        // A GET with an admin change's position shows it.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::answers::wait_for_min_position,
+        ))
 }
 
 /// A cloud (or `local`) that VMs can be created on.

@@ -1,8 +1,10 @@
 //! The template catalog: the seed of the migrations, and administrators changing it.
 
+use daemon::Roles;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::answers::Reply;
+use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
 const CLOUDS: [&str; 9] = [
     "nscale",
@@ -16,9 +18,29 @@ const CLOUDS: [&str; 9] = [
     "upcloud",
 ];
 
-/// The body of a `method` request of `body`, which must answer `status`.
+/// The body of a `method` request of `body`, which must answer `status`. A change is
+/// answered from its own events; this waits (with its position) until GETs show it too.
 async fn send(app: &TestApp, method: &str, path: &str, body: Value, status: u16) -> Value {
-    app.send_json(method, path, &body, status).await
+    let reply = send_reply(app, method, path, &body).await;
+    assert_eq!(reply.status, status, "{method} {path}: {}", reply.body);
+    if let Some(position) = reply.position {
+        let path = format!("/api/v1/admin/catalog/events?limit=1&min_position={position}");
+        let _: Value = app.get_json(&path).await;
+    }
+    reply.json()
+}
+
+async fn send_reply(app: &TestApp, method: &str, path: &str, body: &Value) -> Reply {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let response = app
+        .client
+        .request(method, format!("{}{path}", app.address))
+        .bearer_auth(&app.token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    Reply::of(response).await
 }
 
 async fn get_json(app: &TestApp, path: &str) -> Value {
@@ -362,4 +384,65 @@ async fn rebuilding_the_projections_gives_the_same_catalog_rows() {
     .unwrap();
     projector::rebuild(&app.pool).await.unwrap();
     assert_eq!(catalog_rows(&app).await, before);
+}
+
+#[tokio::test]
+async fn admin_changes_are_answered_from_their_events_while_the_tables_lag() {
+    let app = spawn_app_with(Roles {
+        projector: false,
+        dispatcher: false,
+        ..Roles::ALL
+    })
+    .await;
+    let providers = "/api/v1/admin/providers";
+    let body = json!({"id": "hetzner", "name": "Hetzner", "sort_order": 7});
+    let created = send_reply(&app, "POST", providers, &body).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.json::<Value>(),
+        json!({"id": "hetzner", "name": "Hetzner", "enabled": true, "sort_order": 7})
+    );
+    let position = created.position.expect("the change's position");
+    let body = json!({"name": "Hetzner Cloud", "enabled": false});
+    let patched = send_reply(&app, "PATCH", &format!("{providers}/hetzner"), &body).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(
+        patched.json::<Value>(),
+        json!({"id": "hetzner", "name": "Hetzner Cloud", "enabled": false, "sort_order": 7})
+    );
+    assert!(patched.position.unwrap() > position);
+
+    let templates = "/api/v1/admin/templates";
+    let mut template = new_template();
+    template["sort_order"] = json!(3);
+    let created = send_reply(&app, "POST", templates, &template).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created: Value = created.json();
+    assert_eq!(
+        (&created["id"], &created["cpu"]),
+        (&json!("cx22"), &json!(2))
+    );
+    let order = "/api/v1/admin/providers/hetzner/templates/order";
+    let reordered = send_reply(&app, "PUT", order, &json!({"ids": ["cx22"]})).await;
+    assert_eq!(reordered.status, 200, "{}", reordered.body);
+    let reordered: Value = reordered.json();
+    assert_eq!(ids(&reordered), ["cx22"]);
+    assert_eq!(reordered[0]["sort_order"], 1);
+
+    // The tables do not show the provider; a GET that asks for it says so, and is 503.
+    assert!(find_opt(&get_json(&app, providers).await, "hetzner").is_none());
+    let response = app
+        .get(&format!("{providers}?min_position={position}"))
+        .send()
+        .await
+        .unwrap();
+    let read = Reply::of(response).await;
+    assert_eq!(read.status, 503, "{}", read.body);
+}
+
+fn find_opt<'a>(list: &'a Value, id: &str) -> Option<&'a Value> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["id"] == id)
 }

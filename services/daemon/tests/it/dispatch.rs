@@ -9,7 +9,8 @@ use domain::provisioning::*;
 use serde_json::json;
 use store::{Actor, Metadata};
 
-use crate::helpers::{runner_bin, terraform_wrapper, try_spawn_app, vm_spec, TestApp};
+use crate::helpers::{runner_bin, terraform_wrapper, try_spawn_app, vm_request, vm_spec, TestApp};
+use crate::wire::{Job, Vm};
 
 /// The events of `event_type`, in commit order: (VM id, actor).
 pub async fn events_of(app: &TestApp, event_type: &str) -> Vec<(String, Option<String>)> {
@@ -88,6 +89,55 @@ exit $rc"#,
         })
         .collect();
     assert_eq!(order, ids, "jobs start in the order they were requested");
+    app.assert_consumers_drained().await;
+}
+
+/// Polls VM `id` until `done` says yes (10 s at most); the VM then.
+async fn vm_when(app: &TestApp, id: &str, done: impl Fn(&Vm) -> bool) -> Vm {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let vm = app.vm(id).await;
+        if done(&vm) {
+            return vm;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{vm:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_vm_shows_its_job_queued_until_a_runner_is_free_then_running() {
+    let tf = tempfile::tempdir().unwrap();
+    let wrapper = terraform_wrapper(tf.path(), r#"[ "$1" = apply ] && sleep 2"#);
+    let app = try_spawn_app(Roles::ALL, |c| {
+        c.max_runners = 1;
+        c.terraform_bin = wrapper;
+    })
+    .await
+    .unwrap();
+    let first: Vm = app
+        .post_json("/api/v1/vms", &vm_request(json!({"name": "first"})), 202)
+        .await;
+    let queued = Job {
+        id: 1,
+        action: "apply".into(),
+        state: "queued".into(),
+    };
+    assert_eq!(first.job.as_ref(), Some(&queued), "the create's answer");
+    let second = app.create_ok(json!({"name": "second"})).await;
+
+    let running = |vm: &Vm| vm.job.as_ref().is_some_and(|j| j.state == "running");
+    vm_when(&app, &first.id, running).await;
+    // The first apply takes 2 s; meanwhile the one runner is taken.
+    let waiting = app.vm(&second).await;
+    assert_eq!(waiting.job, Some(queued), "{waiting:?}");
+    assert_eq!(waiting.status, "requested");
+
+    let first = app.wait_for_status(&first.id, "provisioned").await;
+    assert_eq!(first.job, None, "a finished job is no longer shown");
+    let second = vm_when(&app, &second, running).await;
+    assert_eq!(second.job.as_ref().map(|j| j.id), Some(1));
+    app.wait_for_status(&second.id, "provisioned").await;
     app.assert_consumers_drained().await;
 }
 

@@ -137,6 +137,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         job_silence: std::time::Duration::from_secs(1800),
         credentials_file: None,
         max_runners: 4,
+        runner_publish_retry: runner::DEFAULT_PUBLISH_RETRY,
         kubernetes: None,
         db_limits: Default::default(),
     }

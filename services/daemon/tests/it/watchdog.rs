@@ -126,7 +126,7 @@ async fn a_runner_does_not_start_terraform_for_a_job_no_longer_active() {
 
     let tf = tempfile::tempdir().unwrap();
     let wrapper = terraform_wrapper(tf.path(), r#"touch "$DIR/terraform-ran""#);
-    let status = tokio::process::Command::new(runner_bin())
+    let output = tokio::process::Command::new(runner_bin())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env(runner::env::NATS_URL, crate::database::nats_url())
@@ -137,11 +137,14 @@ async fn a_runner_does_not_start_terraform_for_a_job_no_longer_active() {
         .env(runner::env::WORKDIR, tf.path().join("work"))
         .env(runner::env::TERRAFORM_BIN, &wrapper)
         .env(runner::env::BACKEND_CONN_STR, "postgres://unused")
-        .status()
+        .output()
         .await
         .unwrap();
-    assert!(status.success(), "{status:?}");
+    assert!(output.status.success(), "{output:?}");
     assert!(!tf.path().join("terraform-ran").exists(), "Terraform ran");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("job skipped"), "{log}");
+    assert!(!log.contains("job reported"), "{log}");
     let mut stream = app
         .bus
         .jetstream

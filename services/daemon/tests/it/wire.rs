@@ -17,6 +17,15 @@ pub struct Vm {
     pub created_at: String,
     pub updated_at: String,
     pub last_error: Option<String>,
+    pub job: Option<Job>,
+}
+
+/// `JobOut`: the job a VM waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u32,
+    pub action: String,
+    pub state: String,
 }
 
 /// `EventOut`: one event of a VM's (or the catalog's) history.

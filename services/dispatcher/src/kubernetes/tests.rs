@@ -69,6 +69,7 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
                 "/var/lib/provisioning/jobs/x".into(),
             ),
             ("TERRAFORM_BIN".into(), "/usr/bin/terraform".into()),
+            ("RUNNER_PUBLISH_RETRY_SECS".into(), "120".into()),
             (
                 "RUNNER_SECRET_ENV".into(),
                 "OS_PASSWORD,RUNNER_BACKEND_PASSWORD".into(),
@@ -218,6 +219,7 @@ async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_
         runner["env"],
         json!([
             {"name": "NATS_URL", "value": "nats://nats:4222"},
+            {"name": "RUNNER_PUBLISH_RETRY_SECS", "value": "120"},
             {"name": "RUNNER_SECRET_ENV", "value": "OS_PASSWORD,RUNNER_BACKEND_PASSWORD"},
             {"name": "RUNNER_WORKDIR", "value": "/work"},
             {"name": "RUNNER_SOURCE_DIR", "value": "/job"},

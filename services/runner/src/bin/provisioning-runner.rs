@@ -21,9 +21,20 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(70);
         }
     };
+    let config_ids = (config.vm_id, config.job_id);
     match runtime.block_on(runner::run(config)) {
-        Ok(code) => {
-            tracing::info!(terraform_exit_code = code, "job reported");
+        Ok(runner::Ran::Reported {
+            terraform_exit_code,
+        }) => {
+            tracing::info!(terraform_exit_code, "job reported");
+            std::process::ExitCode::SUCCESS
+        }
+        Ok(runner::Ran::Skipped) => {
+            // Failed by the watchdog or ended meanwhile: nothing to run, nothing to report.
+            tracing::warn!(
+                vm_id = %config_ids.0, job_id = %config_ids.1,
+                "job skipped: it is no longer active, so Terraform was not started"
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

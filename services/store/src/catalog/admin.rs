@@ -10,14 +10,20 @@ use super::{ProviderRow, TemplateRow, TEMPLATE_COLUMNS};
 use crate::{AuditEvent, CommandError, Committed, Metadata, StoreError};
 
 /// Executes `commands` in order on the catalog, all or nothing (see
-/// [`crate::execute_all`]), given the tables' current rows (see `domain::catalog`).
+/// [`crate::execute_all`]), given the tables' current rows (see `domain::catalog`). The
+/// state it returns includes those rows.
 pub async fn execute(
     pool: &PgPool,
     commands: Vec<CatalogCommand>,
     metadata: &Metadata,
 ) -> Result<Committed<Catalog>, CommandError<CatalogError>> {
     let seed = seed(pool).await?;
-    crate::execute_all(pool, CATALOG_ID, &seed, commands, metadata).await
+    let mut committed: Committed<Catalog> =
+        crate::execute_all(pool, CATALOG_ID, &seed, commands, metadata).await?;
+    // A command that changed nothing recorded no `SeedImported`; its answer still shows
+    // the rows it was decided on.
+    committed.state = committed.state.with_seed(&seed);
+    Ok(committed)
 }
 
 const PROVIDER_QUERY: &str = "SELECT id, name, enabled, sort_order FROM providers";

@@ -11,22 +11,29 @@ pub use providers::*;
 pub use templates::*;
 
 use axum::extract::{Query, State};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use domain::catalog::CatalogCommand;
+use domain::catalog::{Catalog, CatalogCommand};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use crate::answers::Answered;
 use crate::routes::events::{EventOut, Page};
 use crate::routes::metadata;
 use crate::{ApiError, AppState, RequestId};
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .merge(providers::router())
         .merge(templates::router())
         .merge(dead_letters::router())
         .route("/admin/catalog/events", get(list_catalog_events))
+        // A GET with a command's position shows its change.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::answers::wait_for_min_position,
+        ))
 }
 
 /// A new order: every id, each once, first first.
@@ -56,24 +63,24 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin, all or nothing. A refusal is answered as
-/// `error.rs` says: unknown ids 404, duplicates 409, invalid fields 422.
+/// Executes `commands` in order as the admin, all or nothing, and returns what they stored
+/// and the catalog after them: the answer is built from that, never from the tables (which
+/// the projector may not have caught up yet). A refusal is answered as `error.rs` says:
+/// unknown ids 404, duplicates 409, invalid fields 422.
 async fn execute(
     state: &AppState,
     request_id: &RequestId,
     commands: Vec<CatalogCommand>,
-) -> Result<(), ApiError> {
-    store::catalog::execute(&state.pool, commands, &metadata(request_id)).await?;
-    Ok(())
+) -> Result<store::Committed<Catalog>, ApiError> {
+    Ok(store::catalog::execute(&state.pool, commands, &metadata(request_id)).await?)
 }
 
-/// Waits until the tables show every catalog event so far, so the answer to a command (and
-/// a GET right after it) shows its effect. Gives up after a few seconds (the projector may
-/// be down); the command is committed either way.
-async fn read_your_writes(state: &AppState) -> Result<(), ApiError> {
-    let target = store::catalog::last_sequence(&state.pool).await?;
-    crate::routes::wait_for_projection(target, "the catalog", || async {
-        Ok(store::catalog::projected_sequence(&state.pool).await?)
-    })
-    .await
+/// The answer to a committed admin command: `body` with the position of the command's last
+/// event, so a GET that sends it back (`?min_position=`) shows the change.
+fn answered(
+    status: StatusCode,
+    body: &impl serde::Serialize,
+    committed: &store::Committed<Catalog>,
+) -> Answered {
+    Answered::new(status, body, committed.last_position())
 }

@@ -4,12 +4,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
-use domain::catalog::{CatalogCommand, ProviderSpec};
+use domain::catalog::{Catalog, CatalogCommand, ProviderSpec};
 use domain::provisioning::ProviderId;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{execute, invalid, read_your_writes, OrderIn};
+use super::{answered, execute, invalid, OrderIn};
+use crate::answers::Answered;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
@@ -39,6 +40,17 @@ impl From<store::catalog::ProviderRow> for AdminProviderOut {
         Self {
             id: p.id,
             name: p.name,
+            enabled: p.enabled,
+            sort_order: p.sort_order,
+        }
+    }
+}
+
+impl From<&ProviderSpec> for AdminProviderOut {
+    fn from(p: &ProviderSpec) -> Self {
+        Self {
+            id: p.id.as_str().to_owned(),
+            name: p.name.clone(),
             enabled: p.enabled,
             sort_order: p.sort_order,
         }
@@ -92,7 +104,7 @@ pub async fn create_provider(
     State(state): State<AppState>,
     request_id: RequestId,
     AppJson(input): AppJson<CreateProviderIn>,
-) -> Result<(StatusCode, Json<AdminProviderOut>), ApiError> {
+) -> Result<Answered, ApiError> {
     let id = ProviderId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
     let sort_order = match input.sort_order {
         Some(s) => s,
@@ -104,13 +116,14 @@ pub async fn create_provider(
         enabled: input.enabled.unwrap_or(true),
         sort_order,
     };
-    execute(
+    let committed = execute(
         &state,
         &request_id,
         vec![CatalogCommand::CreateProvider(spec)],
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(provider_out(&state, &id).await?)))
+    let out = provider_out(&committed.state, &id)?;
+    Ok(answered(StatusCode::CREATED, &out, &committed))
 }
 
 /// Changes a provider's name, order or whether it is enabled.
@@ -129,7 +142,7 @@ pub async fn update_provider(
     request_id: RequestId,
     Path(provider): Path<String>,
     AppJson(input): AppJson<UpdateProviderIn>,
-) -> Result<Json<AdminProviderOut>, ApiError> {
+) -> Result<Answered, ApiError> {
     let id = path_id(&provider)?;
     let mut commands = vec![];
     if input.name.is_some() || input.sort_order.is_some() {
@@ -145,8 +158,9 @@ pub async fn update_provider(
             enabled,
         });
     }
-    execute(&state, &request_id, commands).await?;
-    Ok(Json(provider_out(&state, &id).await?))
+    let committed = execute(&state, &request_id, commands).await?;
+    let out = provider_out(&committed.state, &id)?;
+    Ok(answered(StatusCode::OK, &out, &committed))
 }
 
 /// Orders the providers: `ids` lists every provider once; each gets its position (from 1)
@@ -162,20 +176,22 @@ pub async fn reorder_providers(
     State(state): State<AppState>,
     request_id: RequestId,
     AppJson(input): AppJson<OrderIn>,
-) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
+) -> Result<Answered, ApiError> {
     let ids = input
         .ids
         .iter()
         .map(|id| ProviderId::parse(id).map_err(|e| invalid("ids", e.reason)))
         .collect::<Result<_, _>>()?;
-    execute(
+    let committed = execute(
         &state,
         &request_id,
         vec![CatalogCommand::ReorderProviders { ids }],
     )
     .await?;
-    read_your_writes(&state).await?;
-    list_all_providers(State(state)).await
+    let mut providers: Vec<&ProviderSpec> = committed.state.providers().collect();
+    providers.sort_by(|a, b| (a.sort_order, a.id.as_str()).cmp(&(b.sort_order, b.id.as_str())));
+    let out: Vec<AdminProviderOut> = providers.into_iter().map(AdminProviderOut::from).collect();
+    Ok(answered(StatusCode::OK, &out, &committed))
 }
 
 /// A provider id from the path; one that cannot exist is simply not found.
@@ -193,11 +209,11 @@ async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
         .saturating_add(1))
 }
 
-/// The provider as the tables show it once they caught up with the command.
-async fn provider_out(state: &AppState, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
-    read_your_writes(state).await?;
-    store::catalog::provider(&state.pool, id)
-        .await?
+/// The provider as the catalog shows it after a command.
+fn provider_out(catalog: &Catalog, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
+    catalog
+        .providers()
+        .find(|p| p.id == *id)
         .map(AdminProviderOut::from)
         .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))
 }

@@ -4,12 +4,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
-use domain::catalog::{present, CatalogCommand, TemplateChanges, TemplateSpec};
+use domain::catalog::{present, Catalog, CatalogCommand, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{execute, invalid, read_your_writes, OrderIn};
+use super::{answered, execute, invalid, OrderIn};
+use crate::answers::Answered;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
@@ -71,6 +72,27 @@ impl From<store::catalog::TemplateRow> for AdminTemplateOut {
             storage_gb: t.storage_gb,
             gpu: t.gpu,
             tags: t.tags,
+            enabled: t.enabled,
+            sort_order: t.sort_order,
+        }
+    }
+}
+
+impl From<&TemplateSpec> for AdminTemplateOut {
+    fn from(t: &TemplateSpec) -> Self {
+        Self {
+            provider: t.provider.as_str().to_owned(),
+            id: t.id.as_str().to_owned(),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            flavor_name: t.flavor_name.clone(),
+            image_name: t.image_name.clone(),
+            username: t.username.clone(),
+            cpu: t.cpu,
+            ram_gb: t.ram_gb,
+            storage_gb: t.storage_gb,
+            gpu: t.gpu.clone(),
+            tags: t.tags.clone(),
             enabled: t.enabled,
             sort_order: t.sort_order,
         }
@@ -164,7 +186,7 @@ pub async fn create_template(
     State(state): State<AppState>,
     request_id: RequestId,
     AppJson(input): AppJson<CreateTemplateIn>,
-) -> Result<(StatusCode, Json<AdminTemplateOut>), ApiError> {
+) -> Result<Answered, ApiError> {
     let provider = ProviderId::parse(&input.provider)?;
     let id = TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
     // A new template of a provider the registry cannot run starts disabled.
@@ -197,7 +219,7 @@ pub async fn create_template(
         enabled,
         sort_order,
     };
-    execute(
+    let committed = execute(
         &state,
         &request_id,
         vec![CatalogCommand::CreateTemplate(spec)],
@@ -212,8 +234,8 @@ pub async fn create_template(
         ),
         other => other,
     })?;
-    let out = template_out(&state, &provider, &id).await?;
-    Ok((StatusCode::CREATED, Json(out)))
+    let out = template_out(&committed.state, &provider, &id)?;
+    Ok(answered(StatusCode::CREATED, &out, &committed))
 }
 
 /// Changes a template's fields or whether it is enabled.
@@ -233,7 +255,7 @@ pub async fn update_template(
     request_id: RequestId,
     Path((provider, template)): Path<(String, String)>,
     AppJson(input): AppJson<UpdateTemplateIn>,
-) -> Result<Json<AdminTemplateOut>, ApiError> {
+) -> Result<Answered, ApiError> {
     let not_found = || ApiError::NotFound(format!("no template {template:?} of {provider:?}"));
     let provider_id = ProviderId::parse(&provider).map_err(|_| not_found())?;
     let id = TemplateId::parse(&template).map_err(|_| not_found())?;
@@ -268,8 +290,9 @@ pub async fn update_template(
             enabled,
         });
     }
-    execute(&state, &request_id, commands).await?;
-    Ok(Json(template_out(&state, &provider_id, &id).await?))
+    let committed = execute(&state, &request_id, commands).await?;
+    let out = template_out(&committed.state, &provider_id, &id)?;
+    Ok(answered(StatusCode::OK, &out, &committed))
 }
 
 /// Orders a provider's templates: `ids` lists each of them once; each gets its position
@@ -289,7 +312,7 @@ pub async fn reorder_templates(
     request_id: RequestId,
     Path(provider): Path<String>,
     AppJson(input): AppJson<OrderIn>,
-) -> Result<Json<Vec<AdminTemplateOut>>, ApiError> {
+) -> Result<Answered, ApiError> {
     let provider_id = ProviderId::parse(&provider)
         .map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))?;
     let ids = input
@@ -298,26 +321,29 @@ pub async fn reorder_templates(
         .map(|id| TemplateId::parse(id).map_err(|e| invalid("ids", e.reason)))
         .collect::<Result<_, _>>()?;
     let command = CatalogCommand::ReorderTemplates {
-        provider: provider_id,
+        provider: provider_id.clone(),
         ids,
     };
-    execute(&state, &request_id, vec![command]).await?;
-    read_your_writes(&state).await?;
-    let query = TemplatesQuery {
-        provider: Some(provider),
-    };
-    list_all_templates(State(state), Query(query)).await
+    let committed = execute(&state, &request_id, vec![command]).await?;
+    let mut templates: Vec<&TemplateSpec> = committed
+        .state
+        .templates()
+        .filter(|t| t.provider == provider_id)
+        .collect();
+    templates.sort_by(|a, b| (a.sort_order, a.id.as_str()).cmp(&(b.sort_order, b.id.as_str())));
+    let out: Vec<AdminTemplateOut> = templates.into_iter().map(AdminTemplateOut::from).collect();
+    Ok(answered(StatusCode::OK, &out, &committed))
 }
 
-/// The template as the tables show it once they caught up with the command.
-async fn template_out(
-    state: &AppState,
+/// The template as the catalog shows it after a command.
+fn template_out(
+    catalog: &Catalog,
     provider: &ProviderId,
     id: &TemplateId,
 ) -> Result<AdminTemplateOut, ApiError> {
-    read_your_writes(state).await?;
-    store::catalog::template(&state.pool, provider, id)
-        .await?
+    catalog
+        .templates()
+        .find(|t| t.provider == *provider && t.id == *id)
         .map(AdminTemplateOut::from)
         .ok_or_else(|| {
             ApiError::NotFound(format!(

@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use domain::provisioning::{
-    Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId, VmSpec,
+    ActiveJob, Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId, VmSpec,
 };
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -59,6 +59,35 @@ pub struct VmOut {
     pub updated_at: OffsetDateTime,
     /// Why the last job failed, as Terraform said it.
     pub last_error: Option<String>,
+    /// The job the VM waits for: none once it ended.
+    pub job: Option<JobOut>,
+}
+
+/// A VM's current job.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct JobOut {
+    /// The job's number within its VM, from 1.
+    pub id: u32,
+    /// `apply` or `destroy`.
+    pub action: String,
+    /// `queued`: waiting in the job queue for a free runner (the dispatcher runs at most
+    /// `PROVISIONING_MAX_RUNNERS` at once, in order); `running`: a dispatcher claimed it and
+    /// its runner started.
+    pub state: String,
+}
+
+impl From<&ActiveJob> for JobOut {
+    fn from(job: &ActiveJob) -> Self {
+        JobOut {
+            id: job.id.get(),
+            action: job.action.as_str().to_owned(),
+            state: match job.dispatched || job.started {
+                true => "running",
+                false => "queued",
+            }
+            .to_owned(),
+        }
+    }
 }
 
 impl From<store::views::VmRow> for VmOut {
@@ -73,6 +102,7 @@ impl From<store::views::VmRow> for VmOut {
             created_at: row.created_at,
             updated_at: row.updated_at,
             last_error: row.last_error,
+            job: row.active_job.as_ref().map(|job| JobOut::from(&job.0)),
         }
     }
 }
@@ -112,6 +142,7 @@ fn vm_out(
         created_at,
         updated_at,
         last_error: lifecycle.last_error.clone(),
+        job: lifecycle.active_job.as_ref().map(JobOut::from),
     }
 }
 
