@@ -37,11 +37,11 @@ pub enum Markers {
 }
 
 impl Expect {
-    /// Created and running: one apply, every marker.
-    pub fn running(vm: &str) -> Expect {
+    /// Created and provisioned: one apply, every marker.
+    pub fn provisioned(vm: &str) -> Expect {
         Expect {
             vm: vm.to_owned(),
-            status: "running",
+            status: "provisioned",
             applies: 1,
             destroys: 0,
             markers: Markers::All,
@@ -209,12 +209,14 @@ pub async fn stream_events(bus: &bus::Bus) -> Vec<bus::EventEnvelope> {
 }
 
 /// The dispatcher's and the ingester's consumers have every message delivered and
-/// acknowledged (up to 10 s for acks to land).
+/// acknowledged. A message a killed daemon had received comes again only after the
+/// consumer's ack wait (nats/jetstream.toml: 120 s for the dispatcher), so this waits up to
+/// 130 s.
 pub async fn check_consumers_drained(daemon: &Daemon) {
     let bus = bus::Bus::connect(&daemon.nats_url, &daemon.prefix)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(130);
     for (stream, name) in [("JOBS", "dispatcher"), ("RUNNER", "ingester")] {
         let mut consumer = bus::consumer(&bus, stream, name).await.unwrap();
         loop {
