@@ -1,10 +1,11 @@
 # Thin wrappers: the scripts in deploy/local/ do the work.
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench
+.PHONY: help run test test-faults lint bench
 
 help:
 	@echo "make run   start Postgres/NATS if needed, build and run provisioningd (all roles)"
 	@echo "make test  start Postgres/NATS if needed, fetch Terraform, cargo test --workspace"
+	@echo "make test-faults  only the fault suite (daemon killed, NATS/Postgres cut; minutes)"
 	@echo "make lint  cargo fmt --check and cargo clippy -D warnings"
 	@echo "make bench print the pipeline's throughput and latency figures on this machine"
 
@@ -13,6 +14,9 @@ run:
 
 test:
 	bash deploy/local/test.sh
+
+test-faults:
+	bash deploy/local/test-faults.sh
 
 lint:
 	cargo fmt --all -- --check
