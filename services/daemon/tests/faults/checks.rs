@@ -41,7 +41,7 @@ impl Expect {
     pub fn running(vm: &str) -> Expect {
         Expect {
             vm: vm.to_owned(),
-            status: "running",
+            status: "provisioned",
             applies: 1,
             destroys: 0,
             markers: Markers::All,
