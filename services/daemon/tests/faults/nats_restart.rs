@@ -27,7 +27,9 @@ async fn jobs_and_commands_survive_a_nats_restart() {
 
     // One VM to destroy during the outage.
     let to_destroy = daemon.create_vm("restart-destroy").await;
-    daemon.wait_for_status(&to_destroy, "provisioned", WAIT).await;
+    daemon
+        .wait_for_status(&to_destroy, "provisioned", WAIT)
+        .await;
 
     // Runs that print over the whole outage: eight markers, a second apart.
     wrapper.set_markers(8);
@@ -57,9 +59,7 @@ async fn jobs_and_commands_survive_a_nats_restart() {
     for vm in running.iter().chain(&during) {
         daemon.wait_for_status(vm, "provisioned", WAIT).await;
     }
-    daemon
-        .wait_for_status(&to_destroy, "destroyed", WAIT)
-        .await;
+    daemon.wait_for_status(&to_destroy, "destroyed", WAIT).await;
     let recovered = back.elapsed();
     eprintln!(
         "NATS restart: down {:.1} s (3 commands answered in {:.2} s while down); \
