@@ -230,7 +230,7 @@ impl Info {
 
 /// Waits (up to 150 s: beyond the longest ack wait) until the dispatcher's and the
 /// ingester's consumers have every message acknowledged; how long that took.
-async fn drain_time(daemon: &Daemon) -> Duration {
+pub async fn drain_time(daemon: &Daemon) -> Duration {
     let started = Instant::now();
     let bus = bus::Bus::connect(&daemon.nats_url, &daemon.prefix)
         .await
