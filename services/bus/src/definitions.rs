@@ -53,11 +53,16 @@ pub enum SetupError {
     },
 }
 
-/// Creates or updates every stream and consumer; safe to run at every start.
-#[tracing::instrument(skip_all, fields(prefix = bus.subjects.prefix()), err)]
-pub async fn setup(bus: &Bus) -> Result<(), SetupError> {
+/// The most replicas JetStream keeps of a stream.
+pub const MAX_REPLICAS: usize = 5;
+
+/// Creates or updates every stream and consumer; safe to run at every start. `replicas`
+/// is how many servers of a JetStream cluster keep each stream (1 on a single server);
+/// the consumers follow their stream's.
+#[tracing::instrument(skip_all, fields(prefix = bus.subjects.prefix(), replicas), err)]
+pub async fn setup(bus: &Bus, replicas: usize) -> Result<(), SetupError> {
     let defs: Definitions = toml::from_str(DEFINITIONS)?;
-    for config in stream_configs(&defs, &bus.subjects)? {
+    for config in stream_configs(&defs, &bus.subjects, replicas)? {
         let name = config.name.clone();
         bus.jetstream
             .create_or_update_stream(config)
@@ -82,6 +87,7 @@ pub async fn setup(bus: &Bus) -> Result<(), SetupError> {
 fn stream_configs(
     defs: &Definitions,
     subjects: &Subjects,
+    replicas: usize,
 ) -> Result<Vec<stream::Config>, SetupError> {
     defs.streams
         .iter()
@@ -99,6 +105,7 @@ fn stream_configs(
                 storage: StorageType::File,
                 max_age: Duration::from_secs(def.max_age_secs),
                 duplicate_window: Duration::from_secs(def.duplicate_window_secs),
+                num_replicas: replicas.clamp(1, MAX_REPLICAS),
                 ..Default::default()
             })
         })
@@ -148,12 +155,23 @@ mod tests {
     #[test]
     fn every_stream_of_the_file_becomes_a_configuration_under_the_prefix() {
         let subjects = Subjects::new("t1");
-        let streams = stream_configs(&definitions(), &subjects).unwrap();
+        let streams = stream_configs(&definitions(), &subjects, 1).unwrap();
         let names: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["T1_EVENTS", "T1_JOBS", "T1_RUNNER"]);
+        assert!(streams.iter().all(|s| s.num_replicas == 1));
         assert!(streams
             .iter()
             .all(|s| s.subjects.iter().all(|subject| subject.starts_with("t1."))));
+    }
+
+    #[test]
+    fn every_stream_gets_the_replicas_asked_for() {
+        let subjects = Subjects::new("t1");
+        let streams = stream_configs(&definitions(), &subjects, 3).unwrap();
+        assert!(streams.iter().all(|s| s.num_replicas == 3));
+        // The consumers inherit their stream's replicas (0 means "as the stream").
+        let consumers = consumer_configs(&definitions(), &subjects);
+        assert!(consumers.iter().all(|(_, c)| c.num_replicas == 0));
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod publisher;
 mod subjects;
 
 pub use consumer::run_consumer;
-pub use definitions::{consumer, setup, SetupError};
+pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
 pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
 pub use publisher::{Publisher, SendError};
 pub use subjects::Subjects;
@@ -25,12 +25,38 @@ pub struct Bus {
     pub subjects: Subjects,
 }
 
+/// The servers of a `NATS_URL`: one URL, or several separated by commas (the nodes of a
+/// cluster; the client tries them in turn and reconnects to another when one goes away).
+pub fn server_urls(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Checks every server of a `NATS_URL` (see [`server_urls`]), so that a typo stops the start
+/// with its name rather than leaving the client to retry it forever.
+pub fn check_server_urls(url: &str) -> Result<(), String> {
+    let servers = server_urls(url);
+    if servers.is_empty() {
+        return Err("names no server".into());
+    }
+    for server in servers {
+        server
+            .parse::<async_nats::ServerAddr>()
+            .map_err(|e| format!("{server:?} is not a NATS URL: {e}"))?;
+    }
+    Ok(())
+}
+
 impl Bus {
+    /// Connects to the servers of `url` (one URL or a comma-separated list), retrying
+    /// until one answers.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, async_nats::ConnectError> {
         let client = async_nats::ConnectOptions::new()
             .name("provisioning")
             .retry_on_initial_connect()
-            .connect(url)
+            .connect(server_urls(url))
             .await?;
         Ok(Self::new(client, prefix))
     }
@@ -49,5 +75,26 @@ impl Bus {
         let mut publisher = Publisher::new(self.jetstream.clone(), 1);
         publisher.publish_runner(&self.subjects, message).await?;
         Ok(publisher.flush().await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nats_url_may_list_several_servers() {
+        assert_eq!(
+            server_urls("nats://a:4222, nats://b:4222,,nats://c:4222 "),
+            ["nats://a:4222", "nats://b:4222", "nats://c:4222"]
+        );
+        assert_eq!(
+            server_urls("nats://127.0.0.1:4222"),
+            ["nats://127.0.0.1:4222"]
+        );
+        assert!(check_server_urls("nats://a:4222,nats://b:4222").is_ok());
+        assert!(check_server_urls(" , ").is_err());
+        let error = check_server_urls("nats://a:4222,http://b:4222").unwrap_err();
+        assert!(error.contains("http://b:4222"), "{error}");
     }
 }

@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = store::connect(url.as_str(), 10).await?;
     store::migrate(&pool).await?;
     let bus = Bus::connect(&nats, &format!("bench{}", &id[..12])).await?;
-    bus::setup(&bus).await?;
+    bus::setup(&bus, 1).await?;
     println!("provisioning bench: {LINES} Terraform lines of one job");
 
     // 1. Runner -> JetStream -> ingester -> events, as in production.

@@ -11,8 +11,12 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// May hold a password: never logged.
     pub database_url: SecretString,
+    /// One NATS URL, or the servers of a cluster separated by commas; runners get the same.
     pub nats_url: String,
     pub nats_prefix: String,
+    /// How many servers of a JetStream cluster keep each stream
+    /// (`PROVISIONING_NATS_REPLICAS`, 1 to 5; 1 by default, for a single server).
+    pub nats_replicas: usize,
     /// The bearer token of the API; generated at start when not configured.
     pub admin_token: Option<SecretString>,
     pub hcl_dir: PathBuf,
@@ -80,6 +84,11 @@ impl Config {
                 .and_then(|exe| exe.parent().map(|dir| dir.join("provisioning-runner")))
                 .unwrap_or_else(|| "provisioning-runner".into()),
         };
+        let nats_url = var("NATS_URL").unwrap_or_else(|| DEFAULT_NATS_URL.into());
+        bus::check_server_urls(&nats_url).map_err(|reason| ConfigError {
+            name: "NATS_URL",
+            reason,
+        })?;
         let kubernetes = kubernetes(&var)?;
         let max_runners = max_runners(&var, kubernetes.is_some())?;
         if kubernetes
@@ -98,8 +107,9 @@ impl Config {
         Ok(Self {
             http_addr,
             database_url: database_url.into(),
-            nats_url: var("NATS_URL").unwrap_or_else(|| DEFAULT_NATS_URL.into()),
+            nats_url,
             nats_prefix: prefix,
+            nats_replicas: nats_replicas(&var)?,
             admin_token: var("PROVISIONING_ADMIN_TOKEN").map(SecretString::from),
             hcl_dir: var("PROVISIONING_HCL_DIR")
                 .unwrap_or_else(|| "hcl".into())
@@ -180,6 +190,21 @@ fn max_runners(
             }),
         None if kubernetes => Ok(DEFAULT_KUBERNETES_MAX_RUNNERS),
         None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
+    }
+}
+
+/// `PROVISIONING_NATS_REPLICAS`: 1 (a single server) unless set.
+fn nats_replicas(var: &dyn Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
+    match var("PROVISIONING_NATS_REPLICAS") {
+        None => Ok(1),
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=bus::MAX_REPLICAS).contains(n))
+            .ok_or(ConfigError {
+                name: "PROVISIONING_NATS_REPLICAS",
+                reason: format!("must be a number from 1 to {}", bus::MAX_REPLICAS),
+            }),
     }
 }
 
@@ -413,6 +438,21 @@ mod tests {
             "PROVISIONING_MAX_RUNNERS"
         );
         assert!(max_runners(&set("many"), false).is_err());
+    }
+
+    #[test]
+    fn the_streams_have_one_replica_unless_configured() {
+        let set = |n: &'static str| {
+            move |name: &str| (name == "PROVISIONING_NATS_REPLICAS").then(|| n.to_owned())
+        };
+        assert_eq!(nats_replicas(&|_| None).unwrap(), 1);
+        assert_eq!(nats_replicas(&set("3")).unwrap(), 3);
+        for wrong in ["0", "6", "three"] {
+            assert_eq!(
+                nats_replicas(&set(wrong)).unwrap_err().name,
+                "PROVISIONING_NATS_REPLICAS"
+            );
+        }
     }
 
     #[test]

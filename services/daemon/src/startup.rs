@@ -92,7 +92,7 @@ impl Application {
         store::migrate(&pool).await?;
         check_catalog(&pool, &registry).await?;
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
-        bus::setup(&bus).await?;
+        bus::setup(&bus, config.nats_replicas).await?;
         let (backend_conn_str, backend_password) =
             backend_connection(config.tf_backend_url.expose_secret())?;
         let backend_secret = config

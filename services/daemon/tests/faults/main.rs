@@ -27,4 +27,6 @@ mod wire;
 mod wrapper;
 
 mod kill;
+mod nats_cluster;
+mod nats_restart;
 mod runner_kill;

@@ -125,6 +125,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         database_url: db_url.clone().into(),
         nats_url: nats_url(),
         nats_prefix: prefix.to_owned(),
+        nats_replicas: 1,
         admin_token: None,
         hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
         work_dir: work.to_owned(),
