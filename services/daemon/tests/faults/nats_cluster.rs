@@ -376,7 +376,12 @@ async fn a_cluster_losing_its_stream_leader_completes_every_job_and_the_node_cat
     );
 
     let mut expected = vec![Expect::destroyed(&to_destroy)];
-    expected.extend(running.iter().chain(&during).map(|vm| Expect::provisioned(vm)));
+    expected.extend(
+        running
+            .iter()
+            .chain(&during)
+            .map(|vm| Expect::provisioned(vm)),
+    );
     check_all(&daemon, &wrapper, &expected).await;
     took(
         "a_cluster_losing_its_stream_leader_completes_every_job_and_the_node_catches_up",

@@ -78,7 +78,12 @@ async fn jobs_and_commands_survive_a_nats_restart() {
     );
 
     let mut expected = vec![Expect::destroyed(&to_destroy)];
-    expected.extend(running.iter().chain(&during).map(|vm| Expect::provisioned(vm)));
+    expected.extend(
+        running
+            .iter()
+            .chain(&during)
+            .map(|vm| Expect::provisioned(vm)),
+    );
     check_all(&daemon, &wrapper, &expected).await;
     took("jobs_and_commands_survive_a_nats_restart", started);
 }
