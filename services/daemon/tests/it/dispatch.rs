@@ -92,15 +92,20 @@ exit $rc"#,
     app.assert_consumers_drained().await;
 }
 
-/// Polls VM `id` until `done` says yes (10 s at most); the VM then.
+/// Polls VM `id` until the read model shows it and `done` says yes (10 s at most); the VM
+/// then.
 async fn vm_when(app: &TestApp, id: &str, done: impl Fn(&Vm) -> bool) -> Vm {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let vm = app.vm(id).await;
-        if done(&vm) {
+        let response = app.get(&format!("/api/v1/vms/{id}")).send().await.unwrap();
+        let vm: Option<Vm> = match response.status().as_u16() {
+            404 => None, // not projected yet
+            _ => Some(response.json().await.unwrap()),
+        };
+        if let Some(vm) = vm.filter(&done) {
             return vm;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{vm:?}");
+        assert!(tokio::time::Instant::now() < deadline, "VM {id} never did");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -129,11 +134,11 @@ async fn a_vm_shows_its_job_queued_until_a_runner_is_free_then_running() {
     let running = |vm: &Vm| vm.job.as_ref().is_some_and(|j| j.state == "running");
     vm_when(&app, &first.id, running).await;
     // The first apply takes 2 s; meanwhile the one runner is taken.
-    let waiting = app.vm(&second).await;
+    let waiting = vm_when(&app, &second, |vm| vm.job.is_some()).await;
     assert_eq!(waiting.job, Some(queued), "{waiting:?}");
     assert_eq!(waiting.status, "requested");
 
-    let first = app.wait_for_status(&first.id, "provisioned").await;
+    let first = vm_when(&app, &first.id, |vm| vm.status == "provisioned").await;
     assert_eq!(first.job, None, "a finished job is no longer shown");
     let second = vm_when(&app, &second, running).await;
     assert_eq!(second.job.as_ref().map(|j| j.id), Some(1));
