@@ -31,3 +31,4 @@ mod nats_cluster;
 mod nats_restart;
 mod postgres_cut;
 mod runner_kill;
+mod two_daemons;

@@ -90,9 +90,7 @@ async fn jobs_and_commands_survive_postgres_cut_off_and_stalled() {
         for vm in running.iter().chain([&new_id]) {
             daemon.wait_for_status(vm, "provisioned", WAIT).await;
         }
-        daemon
-            .wait_for_status(&to_destroy, "destroyed", WAIT)
-            .await;
+        daemon.wait_for_status(&to_destroy, "destroyed", WAIT).await;
         eprintln!(
             "Postgres {mode:?}: cut {:.1} s; {refused} commands answered 503 in at most \
              {:.2} s; the same commands accepted {:.1} s after the cut; every job done \
@@ -111,7 +109,10 @@ async fn jobs_and_commands_survive_postgres_cut_off_and_stalled() {
         );
     }
     check_all(&daemon, &wrapper, &expected).await;
-    took("jobs_and_commands_survive_postgres_cut_off_and_stalled", started);
+    took(
+        "jobs_and_commands_survive_postgres_cut_off_and_stalled",
+        started,
+    );
 }
 
 /// Sends the create (`Some`) or the destroy of `vm` (`None`); it must answer `503` with
@@ -151,11 +152,7 @@ async fn accepted_soon(daemon: &Daemon, create: Option<&serde_json::Value>, vm: 
     }
 }
 
-async fn send(
-    daemon: &Daemon,
-    create: Option<&serde_json::Value>,
-    vm: &str,
-) -> reqwest::Response {
+async fn send(daemon: &Daemon, create: Option<&serde_json::Value>, vm: &str) -> reqwest::Response {
     let request = match create {
         Some(body) => daemon
             .request(reqwest::Method::POST, "/api/v1/vms")
