@@ -23,8 +23,6 @@ fn setup(wrapper: &Wrapper) -> Setup {
 }
 
 #[tokio::test]
-#[ignore = "fails today: with 50 VMs (151 s) every event is in the events stream twice; \
-            with 6 VMs (40 s) it passes. Run with --ignored once the relay is fixed"]
 async fn two_daemons_share_the_jobs_and_run_each_once() {
     let started = Instant::now();
     let wrapper = Wrapper::new();
