@@ -183,7 +183,9 @@ pub async fn check_events_stream(daemon: &Daemon) {
     }
 }
 
-/// Every message of the events stream, read with an ephemeral consumer.
+/// Every message of the events stream, read with an ephemeral consumer that asks for no
+/// acks: with acks, it would stop after `max_ack_pending` (1,000) unacknowledged messages
+/// and deliver them again after the ack wait, and they would count twice.
 pub async fn stream_events(bus: &bus::Bus) -> Vec<bus::EventEnvelope> {
     use bus::async_nats::jetstream::consumer::pull;
     let stream = bus
@@ -196,7 +198,10 @@ pub async fn stream_events(bus: &bus::Bus) -> Vec<bus::EventEnvelope> {
         return vec![];
     }
     let consumer = stream
-        .create_consumer(pull::Config::default())
+        .create_consumer(pull::Config {
+            ack_policy: bus::async_nats::jetstream::consumer::AckPolicy::None,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let mut messages = consumer.messages().await.unwrap().take(total);

@@ -29,4 +29,6 @@ mod wrapper;
 mod kill;
 mod nats_cluster;
 mod nats_restart;
+mod postgres_cut;
 mod runner_kill;
+mod two_daemons;
