@@ -61,6 +61,7 @@ impl From<store::dead_letters::DeadLetter> for DeadLetterOut {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DeadLetterQuery {
     /// Include the resolved ones (default: only those still parked).
     #[serde(default)]
