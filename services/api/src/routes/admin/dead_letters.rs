@@ -18,6 +18,8 @@ pub fn router() -> Router<AppState> {
         .route("/admin/dead-letters/{id}/replay", post(replay_dead_letter))
 }
 
+// Deliberately the same fields as `store::dead_letters`' row: the wire type is ours to keep
+// stable and documented (OpenAPI), the row follows the table.
 /// A parked event.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeadLetterOut {

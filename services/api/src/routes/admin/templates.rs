@@ -29,6 +29,8 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+// The admins' wire type: repeats the fields of domain::catalog::TemplateSpec and
+// store::catalog::TemplateRow on purpose, so the API, an event and a table can change apart.
 /// A template as administrators see it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AdminTemplateOut {

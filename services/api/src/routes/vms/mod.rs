@@ -39,6 +39,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         ))
 }
 
+// Deliberately the same fields as `store::views::VmRow`: the wire type is kept stable and
+// documented (OpenAPI), the row follows the table.
 /// A VM: as the read model shows it, or as a command left it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VmOut {
