@@ -4,8 +4,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use async_nats::jetstream::AckKind;
 use async_nats::jetstream::Message;
-use futures::StreamExt;
+use futures::{FutureExt, Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::Bus;
@@ -53,7 +54,10 @@ where
     let mut batches = consumer.messages().await?.ready_chunks(batch.max(1));
     loop {
         let batch = tokio::select! {
-            _ = cancel.cancelled() => return Ok(()),
+            _ = cancel.cancelled() => {
+                give_back(&mut batches, durable).await;
+                return Ok(());
+            }
             b = batches.next() => b,
         };
         // The stream ends on an error it cannot go on from: connect again.
@@ -70,5 +74,29 @@ where
         if !messages.is_empty() {
             handle(messages).await?;
         }
+    }
+}
+
+/// On shutdown, naks the messages the client already pulled and this role will not handle,
+/// so another replica (or this one, restarted) gets them at once instead of after the
+/// consumer's ack wait.
+async fn give_back<S, E>(batches: &mut S, durable: &str)
+where
+    S: Stream<Item = Vec<Result<Message, E>>> + Unpin,
+{
+    let mut given = 0;
+    while let Some(Some(batch)) = batches.next().now_or_never() {
+        for message in batch.into_iter().flatten() {
+            if message.ack_with(AckKind::Nak(None)).await.is_ok() {
+                given += 1;
+            }
+        }
+    }
+    if given > 0 {
+        tracing::info!(
+            consumer = durable,
+            given,
+            "gave back the messages not handled"
+        );
     }
 }
