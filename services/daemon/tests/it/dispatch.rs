@@ -246,7 +246,12 @@ async fn a_daemon_restarted_while_its_runner_works_ends_the_job_applied() {
     assert_eq!(pid, pgid, "the runner leads a process group of its own");
 
     let replica = app.spawn_replica().await;
-    let vm = replica.wait_for_status(&id, "provisioned").await;
+    // A runner report in flight to the stopped daemon's ingester (pulled, not yet received)
+    // comes back only after the consumer's ack wait (60 s, nats/jetstream.toml).
+    let limit = Duration::from_secs(150);
+    let vm = replica
+        .wait_for_status_within(&id, "provisioned", limit)
+        .await;
     assert_eq!(vm.last_error, None);
     let failed = events_of(&replica, "Failed").await;
     assert!(failed.is_empty(), "{failed:?}");

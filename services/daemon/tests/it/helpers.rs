@@ -286,7 +286,13 @@ impl TestApp {
 
     /// Waits until the VM has `status`, failing with its last state after 60 s.
     pub async fn wait_for_status(&self, id: &str, status: &str) -> Vm {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        self.wait_for_status_within(id, status, Duration::from_secs(60))
+            .await
+    }
+
+    /// Waits until the VM has `status`, failing with its last state after `limit`.
+    pub async fn wait_for_status_within(&self, id: &str, status: &str, limit: Duration) -> Vm {
+        let deadline = tokio::time::Instant::now() + limit;
         loop {
             let vm = self.vm(id).await;
             if vm.status == status {
