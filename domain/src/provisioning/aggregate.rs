@@ -11,7 +11,7 @@ use super::values::{JobId, VmSpec};
 use crate::Decide;
 
 /// One VM: its request and the Terraform jobs run for it. Jobs of one VM never run in
-/// parallel: a new job is queued only when no other is active.
+/// parallel: a job asked for while another is active waits behind it, in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Provisioning {
     spec: Option<VmSpec>,
@@ -71,7 +71,7 @@ impl Decide for Provisioning {
             ProvisioningCommand::Request { spec } => self.request(spec),
             ProvisioningCommand::ClaimJob { job_id, dispatcher } => {
                 let job = self.active_job(job_id)?;
-                if job.dispatched || job.started {
+                if job.running() {
                     return Err(ProvisioningError::JobTaken(job_id));
                 }
                 Ok(vec![ProvisioningEvent::JobDispatched {
@@ -104,13 +104,24 @@ impl Decide for Provisioning {
                         recorded: job.last_line,
                     });
                 }
-                let mut events = vec![finish(job, outcome)];
-                if self.lifecycle.destroy_pending {
-                    events.push(self.queue(self.lifecycle.next_job_id(), JobAction::Destroy)?);
-                }
+                let mut events = self.finish(job, outcome);
+                events.extend(self.next_to_run()?);
                 Ok(events)
             }
             ProvisioningCommand::RequestDestroy => self.request_destroy(),
+            ProvisioningCommand::Refresh => self.refresh(),
+            ProvisioningCommand::Retry => self.retry(),
+            ProvisioningCommand::CancelJob {
+                job_id,
+                reason,
+                at,
+                deadline,
+            } => self.cancel(job_id, reason, at, deadline),
+            ProvisioningCommand::ForceCancelJob {
+                job_id,
+                at,
+                cool_off,
+            } => self.force_cancel(job_id, at, cool_off),
         }
     }
 }
@@ -124,26 +135,196 @@ impl Provisioning {
             ProvisioningEvent::Requested { spec: spec.clone() },
             ProvisioningEvent::JobQueued {
                 job_id: JobId::FIRST,
-                action: JobAction::Apply,
+                action: JobAction::Create,
                 spec,
             },
         ])
     }
 
+    /// A destroy already to come answers as it is (no second one); one that runs, or a VM
+    /// destroyed, is refused.
     fn request_destroy(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
-        match self.lifecycle.status {
+        let lifecycle = &self.lifecycle;
+        match lifecycle.status {
             VmStatus::Unknown => Err(ProvisioningError::NotFound),
-            s @ (VmStatus::DestroyRequested | VmStatus::Destroying | VmStatus::Destroyed) => {
+            s @ (VmStatus::Destroying | VmStatus::Destroyed) => {
                 Err(ProvisioningError::AlreadyDestroying(s))
             }
-            _ => {
-                let mut events = vec![ProvisioningEvent::DestroyRequested];
-                if self.lifecycle.active_job.is_none() {
-                    events.push(self.queue(self.lifecycle.next_job_id(), JobAction::Destroy)?);
-                }
+            _ if lifecycle.destroy_to_come() => Ok(vec![]),
+            _ => Ok(vec![
+                ProvisioningEvent::DestroyRequested,
+                self.enqueue(JobAction::Destroy)?,
+            ]),
+        }
+    }
+
+    fn refresh(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let status = self.lifecycle.status;
+        if status == VmStatus::Unknown {
+            return Err(ProvisioningError::NotFound);
+        }
+        if self.lifecycle.destroy_to_come() || status == VmStatus::Destroyed {
+            return Err(ProvisioningError::CannotRefresh(status));
+        }
+        if self.queued(JobAction::Refresh) {
+            return Ok(vec![]); // the same request, waiting already
+        }
+        Ok(vec![self.enqueue(JobAction::Refresh)?])
+    }
+
+    fn retry(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let lifecycle = &self.lifecycle;
+        if lifecycle.status == VmStatus::Unknown {
+            return Err(ProvisioningError::NotFound);
+        }
+        let action = lifecycle
+            .retryable()
+            .ok_or(ProvisioningError::NothingToRetry)?;
+        let pending = lifecycle.active_job.is_some_and(|j| j.action == action)
+            || lifecycle.waiting.iter().any(|w| w.action == action);
+        if pending {
+            return Ok(vec![]); // retried already: the same request
+        }
+        if action == JobAction::Create && lifecycle.destroy_to_come() {
+            return Err(ProvisioningError::AlreadyDestroying(lifecycle.status));
+        }
+        Ok(vec![self.enqueue(action)?])
+    }
+
+    fn cancel(
+        &self,
+        job_id: JobId,
+        reason: String,
+        at: time::OffsetDateTime,
+        deadline: bool,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let lifecycle = &self.lifecycle;
+        if lifecycle.status == VmStatus::Unknown {
+            return Err(ProvisioningError::NotFound);
+        }
+        let reason = limits::clean(reason, limits::MAX_TEXT);
+        let cancelled = |action| ProvisioningEvent::JobCancelled {
+            job_id,
+            action,
+            reason: reason.clone(),
+            exit_code: None,
+            forced: false,
+        };
+        if let Some(waiting) = lifecycle.waiting.iter().find(|w| w.id == job_id) {
+            return Ok(vec![cancelled(waiting.action)]);
+        }
+        match lifecycle.active_job.filter(|j| j.id == job_id) {
+            Some(job) if !job.running() => {
+                let mut events = vec![cancelled(job.action)];
+                events.extend(self.next_to_run()?);
                 Ok(events)
             }
+            Some(job) if job.cancel_requested => Ok(vec![]), // asked already
+            Some(_) => Ok(vec![ProvisioningEvent::JobCancelRequested {
+                job_id,
+                reason,
+                at,
+                deadline,
+            }]),
+            None => Err(self.not_active(job_id)),
         }
+    }
+
+    fn force_cancel(
+        &self,
+        job_id: JobId,
+        at: time::OffsetDateTime,
+        cool_off: std::time::Duration,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let lifecycle = &self.lifecycle;
+        if lifecycle.status == VmStatus::Unknown {
+            return Err(ProvisioningError::NotFound);
+        }
+        let Some(job) = lifecycle.active_job.filter(|j| j.id == job_id) else {
+            return match lifecycle.waiting.iter().any(|w| w.id == job_id) {
+                true => Err(ProvisioningError::CancelFirst(job_id)),
+                false => Err(self.not_active(job_id)),
+            };
+        };
+        let Some(cancel) = lifecycle.cancel.as_ref().filter(|_| job.cancel_requested) else {
+            return Err(ProvisioningError::CancelFirst(job_id));
+        };
+        let elapsed = (at - cancel.at).whole_seconds().max(0) as u64;
+        if elapsed < cool_off.as_secs() {
+            return Err(ProvisioningError::CoolingOff {
+                job_id,
+                elapsed,
+                cool_off: cool_off.as_secs(),
+            });
+        }
+        let reason = format!(
+            "{}; it did not stop within {} s of its cancel and was forced off",
+            cancel.reason,
+            cool_off.as_secs()
+        );
+        let reason = limits::clean(reason, limits::MAX_TEXT);
+        let ended = match cancel.deadline {
+            true => ProvisioningEvent::Failed {
+                job_id,
+                action: job.action,
+                reason,
+                diagnostics: vec![],
+                exit_code: None,
+                forced: true,
+            },
+            false => ProvisioningEvent::JobCancelled {
+                job_id,
+                action: job.action,
+                reason,
+                exit_code: None,
+                forced: true,
+            },
+        };
+        let mut events = vec![ended];
+        events.extend(self.next_to_run()?);
+        Ok(events)
+    }
+
+    /// Why job `job_id`, not active nor waiting, cannot be acted on.
+    fn not_active(&self, job_id: JobId) -> ProvisioningError {
+        match self.lifecycle.ended_job(job_id) {
+            Some(ended) => ProvisioningError::JobFinished(job_id, ended.state),
+            None => ProvisioningError::NoSuchJob(job_id),
+        }
+    }
+
+    /// Whether a job of `action` waits and has not started: a second request for it is the
+    /// same request.
+    fn queued(&self, action: JobAction) -> bool {
+        let lifecycle = &self.lifecycle;
+        lifecycle
+            .active_job
+            .is_some_and(|j| j.action == action && !j.running())
+            || lifecycle.waiting.iter().any(|w| w.action == action)
+    }
+
+    /// A new job of `action`: next to run when nothing is active, else waiting behind.
+    fn enqueue(&self, action: JobAction) -> Result<ProvisioningEvent, ProvisioningError> {
+        let job_id = self.lifecycle.next_job_id();
+        match self.lifecycle.active_job {
+            None => self.queue(job_id, action),
+            Some(_) => Ok(ProvisioningEvent::JobRequested { job_id, action }),
+        }
+    }
+
+    /// Once the active job ends: the first waiting job (or an earlier version's pending
+    /// destroy) is next to run.
+    fn next_to_run(&self) -> Result<Option<ProvisioningEvent>, ProvisioningError> {
+        let lifecycle = &self.lifecycle;
+        if let Some(next) = lifecycle.waiting.first() {
+            return self.queue(next.id, next.action).map(Some);
+        }
+        if lifecycle.destroy_pending {
+            return self
+                .queue(lifecycle.next_job_id(), JobAction::Destroy)
+                .map(Some);
+        }
+        Ok(None)
     }
 
     fn queue(
@@ -167,6 +348,83 @@ impl Provisioning {
             .active_job
             .filter(|job| job.id == job_id)
             .ok_or(ProvisioningError::JobNotActive(job_id))
+    }
+
+    /// The events that end a job with the runner's `outcome`. A job whose cancel was asked
+    /// and whose Terraform stopped with an error ended cancelled (failed, when the cancel
+    /// came from its deadline); one that finished anyway succeeded. Diagnostics and the
+    /// reason are cleaned and cut here ([`limits`]), so a huge or NUL-laden result still
+    /// makes an event that can be stored and published.
+    fn finish(&self, job: ActiveJob, outcome: JobOutcome) -> Vec<ProvisioningEvent> {
+        let exit_code = (outcome.exit_code != -1).then_some(outcome.exit_code);
+        let failed = |reason: String, diagnostics| ProvisioningEvent::Failed {
+            job_id: job.id,
+            action: job.action,
+            reason: limits::clean(reason, limits::MAX_TEXT),
+            diagnostics: limits::clean_diagnostics(diagnostics),
+            exit_code,
+            forced: false,
+        };
+        if outcome.exit_code != 0 {
+            if let Some(cancel) = self
+                .lifecycle
+                .cancel
+                .as_ref()
+                .filter(|_| job.cancel_requested)
+            {
+                if cancel.deadline {
+                    return vec![failed(cancel.reason.clone(), outcome.diagnostics)];
+                }
+                return vec![ProvisioningEvent::JobCancelled {
+                    job_id: job.id,
+                    action: job.action,
+                    reason: cancel.reason.clone(),
+                    exit_code,
+                    forced: false,
+                }];
+            }
+            let reason = outcome
+                .diagnostics
+                .iter()
+                .find(|d| d.severity == Severity::Error)
+                .map(|d| match d.detail.is_empty() {
+                    true => d.summary.clone(),
+                    false => format!("{}: {}", d.summary, d.detail),
+                })
+                .unwrap_or_else(|| format!("terraform exited with code {}", outcome.exit_code));
+            return vec![failed(reason, outcome.diagnostics)];
+        }
+        let vm_ip = outcome
+            .outputs
+            .get("vm_ip")
+            .and_then(|v| v.as_str())
+            .filter(|ip| !ip.is_empty())
+            .map(str::to_owned);
+        match (job.action, vm_ip) {
+            (JobAction::Destroy, _) => vec![ProvisioningEvent::Destroyed { job_id: job.id }],
+            (JobAction::Create, Some(vm_ip)) => vec![ProvisioningEvent::Applied {
+                job_id: job.id,
+                vm_ip,
+                outputs: outcome.outputs.clone(),
+            }],
+            (JobAction::Create, None) => vec![failed(
+                "terraform succeeded but gave no vm_ip output".to_owned(),
+                outcome.diagnostics,
+            )],
+            (JobAction::Refresh, vm_ip) => {
+                let mut events = vec![ProvisioningEvent::Refreshed {
+                    job_id: job.id,
+                    outputs: outcome.outputs.clone(),
+                }];
+                if let Some(vm_ip) = vm_ip.filter(|ip| self.lifecycle.ip.as_ref() != Some(ip)) {
+                    events.push(ProvisioningEvent::AddressChanged {
+                        job_id: job.id,
+                        vm_ip,
+                    });
+                }
+                events
+            }
+        }
     }
 }
 
@@ -199,44 +457,6 @@ fn new_lines(
             message: limits::clean(l.message, limits::MAX_LINE),
         })
         .collect())
-}
-
-/// The event that ends a job. Diagnostics and the reason are cleaned and cut here
-/// ([`limits`]), so a huge or NUL-laden result still makes an event that can be stored and
-/// published.
-fn finish(job: ActiveJob, outcome: JobOutcome) -> ProvisioningEvent {
-    let failed = |reason: String, diagnostics| ProvisioningEvent::Failed {
-        job_id: job.id,
-        action: job.action,
-        reason: limits::clean(reason, limits::MAX_TEXT),
-        diagnostics: limits::clean_diagnostics(diagnostics),
-    };
-    if outcome.exit_code != 0 {
-        let reason = outcome
-            .diagnostics
-            .iter()
-            .find(|d| d.severity == Severity::Error)
-            .map(|d| match d.detail.is_empty() {
-                true => d.summary.clone(),
-                false => format!("{}: {}", d.summary, d.detail),
-            })
-            .unwrap_or_else(|| format!("terraform exited with code {}", outcome.exit_code));
-        return failed(reason, outcome.diagnostics);
-    }
-    match job.action {
-        JobAction::Destroy => ProvisioningEvent::Destroyed { job_id: job.id },
-        JobAction::Apply => match outcome.outputs.get("vm_ip").and_then(|v| v.as_str()) {
-            Some(ip) if !ip.is_empty() => ProvisioningEvent::Applied {
-                job_id: job.id,
-                vm_ip: ip.to_owned(),
-                outputs: outcome.outputs.clone(),
-            },
-            _ => failed(
-                "terraform succeeded but gave no vm_ip output".to_owned(),
-                outcome.diagnostics,
-            ),
-        },
-    }
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ fn job(n: u32) -> JobId {
 fn requested() -> Vec<ProvisioningEvent> {
     vec![
         ProvisioningEvent::Requested { spec: spec() },
-        queued(1, JobAction::Apply),
+        queued(1, JobAction::Create),
     ]
 }
 
@@ -55,7 +55,7 @@ fn started(n: u32, action: JobAction) -> ProvisioningEvent {
 }
 
 fn applying() -> Vec<ProvisioningEvent> {
-    [requested(), vec![started(1, JobAction::Apply)]].concat()
+    [requested(), vec![started(1, JobAction::Create)]].concat()
 }
 
 fn applied() -> ProvisioningEvent {
@@ -145,7 +145,7 @@ fn a_runner_start_is_recorded_once() {
             job_id: job(1),
             runner: "local".into(),
         })
-        .then_expect_events(vec![started(1, JobAction::Apply)]);
+        .then_expect_events(vec![started(1, JobAction::Create)]);
     Given::with(())
         .given(applying())
         .when(ProvisioningCommand::StartJob {
@@ -261,7 +261,7 @@ fn an_apply_without_a_vm_ip_output_fails() {
         .when(finish(1, outcome(0, BTreeMap::new())))
         .then_expect_events(vec![ProvisioningEvent::Failed {
             job_id: job(1),
-            action: JobAction::Apply,
+            action: JobAction::Create,
             reason: "terraform succeeded but gave no vm_ip output".into(),
             diagnostics: vec![],
         }]);
@@ -291,7 +291,7 @@ fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
         .when(finish(1, result))
         .then_expect_events(vec![ProvisioningEvent::Failed {
             job_id: job(1),
-            action: JobAction::Apply,
+            action: JobAction::Create,
             reason: "Invalid value for variable: flavor_name must be one of local.small".into(),
             diagnostics: vec![warning, diagnostic],
         }]);
@@ -304,7 +304,7 @@ fn a_failed_job_without_diagnostics_names_the_exit_code() {
         .when(finish(1, outcome(2, BTreeMap::new())))
         .then_expect_events(vec![ProvisioningEvent::Failed {
             job_id: job(1),
-            action: JobAction::Apply,
+            action: JobAction::Create,
             reason: "terraform exited with code 2".into(),
             diagnostics: vec![],
         }]);

@@ -23,8 +23,28 @@ pub enum ProvisioningCommand {
     },
     /// The runner of a job ended (from its `result` message).
     FinishJob { job_id: JobId, outcome: JobOutcome },
-    /// Destroy the VM, now or after the job that is active.
+    /// Destroy the VM, now or after the jobs before it.
     RequestDestroy,
+    /// Read what the cloud has (`terraform apply -refresh-only`), now or after the jobs
+    /// before it.
+    Refresh,
+    /// Run the failed create or destroy again.
+    Retry,
+    /// Cancel a job: a queued one is taken out at once; a running one's Terraform gets an
+    /// interrupt. `deadline`: asked because the job ran past its deadline.
+    CancelJob {
+        job_id: JobId,
+        reason: String,
+        at: time::OffsetDateTime,
+        deadline: bool,
+    },
+    /// End a running job whose cancel did not stop it within the cool-off: its runner is
+    /// killed.
+    ForceCancelJob {
+        job_id: JobId,
+        at: time::OffsetDateTime,
+        cool_off: std::time::Duration,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

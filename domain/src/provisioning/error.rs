@@ -1,3 +1,4 @@
+use super::jobs::JobState;
 use super::lifecycle::VmStatus;
 use super::values::JobId;
 
@@ -15,6 +16,26 @@ pub enum ProvisioningError {
     JobNotActive(JobId),
     #[error("job {0} was dispatched already")]
     JobTaken(JobId),
+    #[error("the VM has no job {0}")]
+    NoSuchJob(JobId),
+    #[error("job {0} is {state}: it cannot be cancelled", state = .1.as_str())]
+    JobFinished(JobId, JobState),
+    #[error(
+        "job {0} was not cancelled: cancel it first, and force-cancel it only if it does not stop"
+    )]
+    CancelFirst(JobId),
+    #[error(
+        "job {job_id} was cancelled {elapsed} s ago: it may be force-cancelled after {cool_off} s"
+    )]
+    CoolingOff {
+        job_id: JobId,
+        elapsed: u64,
+        cool_off: u64,
+    },
+    #[error("nothing failed: a retry runs a failed create or destroy again")]
+    NothingToRetry,
+    #[error("the VM is {}: it cannot be refreshed", .0.as_str())]
+    CannotRefresh(VmStatus),
     #[error("job {job_id}: line {expected} is missing before line {got}")]
     LineGap {
         job_id: JobId,

@@ -11,15 +11,31 @@ use super::values::{JobId, VmSpec};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobAction {
-    Apply,
+    /// `terraform apply`: makes the VM. Stored as `apply` by earlier versions.
+    #[serde(alias = "apply")]
+    Create,
+    /// `terraform destroy`.
     Destroy,
+    /// `terraform apply -refresh-only` (or `terraform refresh`): reads what the cloud has,
+    /// changes nothing there, and updates the outputs (the address).
+    Refresh,
 }
 
 impl JobAction {
     pub fn as_str(&self) -> &'static str {
         match self {
-            JobAction::Apply => "apply",
+            JobAction::Create => "create",
             JobAction::Destroy => "destroy",
+            JobAction::Refresh => "refresh",
+        }
+    }
+
+    pub fn parse(action: &str) -> Option<Self> {
+        match action {
+            "create" | "apply" => Some(JobAction::Create),
+            "destroy" => Some(JobAction::Destroy),
+            "refresh" => Some(JobAction::Refresh),
+            _ => None,
         }
     }
 }
@@ -57,7 +73,10 @@ pub struct Diagnostic {
 pub enum ProvisioningEvent {
     /// A user asked for a VM.
     Requested { spec: VmSpec },
-    /// A Terraform job was put in the queue; the relay hands it to the dispatcher.
+    /// A job was asked for while another runs: it waits behind it, in order, until a
+    /// `JobQueued` makes it the next to run.
+    JobRequested { job_id: JobId, action: JobAction },
+    /// A Terraform job is next to run; the relay hands it to the dispatcher.
     JobQueued {
         job_id: JobId,
         action: JobAction,
@@ -85,12 +104,45 @@ pub enum ProvisioningEvent {
         vm_ip: String,
         outputs: BTreeMap<String, serde_json::Value>,
     },
+    /// A refresh job succeeded; `outputs` holds the non-sensitive Terraform outputs.
+    Refreshed {
+        job_id: JobId,
+        outputs: BTreeMap<String, serde_json::Value>,
+    },
+    /// A refresh found the VM at another address than the one recorded.
+    AddressChanged { job_id: JobId, vm_ip: String },
     /// A job failed; `reason` is what a user needs to read first.
     Failed {
         job_id: JobId,
         action: JobAction,
         reason: String,
         diagnostics: Vec<Diagnostic>,
+        /// Terraform's exit code; none when no Terraform ran to its end (a lost runner, a
+        /// job forced off past its deadline). Absent from events of earlier versions.
+        #[serde(default)]
+        exit_code: Option<i32>,
+        /// The job was forced off (its deadline passed, and the cool-off after the cancel):
+        /// its runner is killed.
+        #[serde(default)]
+        forced: bool,
+    },
+    /// A cancel was asked of a running job: its runner interrupts Terraform.
+    JobCancelRequested {
+        job_id: JobId,
+        reason: String,
+        #[serde(with = "time::serde::rfc3339")]
+        at: time::OffsetDateTime,
+        /// Asked because the job ran past its deadline.
+        deadline: bool,
+    },
+    /// A job ended cancelled: taken out of the queue, stopped by its interrupt, or forced
+    /// off (`forced`: its runner is killed).
+    JobCancelled {
+        job_id: JobId,
+        action: JobAction,
+        reason: String,
+        exit_code: Option<i32>,
+        forced: bool,
     },
     /// A user asked to destroy the VM. The destroy job is queued now, or when the job
     /// that is running ends.
@@ -103,12 +155,17 @@ impl ProvisioningEvent {
     pub fn name(&self) -> &'static str {
         match self {
             ProvisioningEvent::Requested { .. } => "Requested",
+            ProvisioningEvent::JobRequested { .. } => "JobRequested",
             ProvisioningEvent::JobQueued { .. } => "JobQueued",
             ProvisioningEvent::JobDispatched { .. } => "JobDispatched",
             ProvisioningEvent::JobStarted { .. } => "JobStarted",
             ProvisioningEvent::LogLine { .. } => "LogLine",
             ProvisioningEvent::Applied { .. } => "Applied",
+            ProvisioningEvent::Refreshed { .. } => "Refreshed",
+            ProvisioningEvent::AddressChanged { .. } => "AddressChanged",
             ProvisioningEvent::Failed { .. } => "Failed",
+            ProvisioningEvent::JobCancelRequested { .. } => "JobCancelRequested",
+            ProvisioningEvent::JobCancelled { .. } => "JobCancelled",
             ProvisioningEvent::DestroyRequested => "DestroyRequested",
             ProvisioningEvent::Destroyed { .. } => "Destroyed",
         }

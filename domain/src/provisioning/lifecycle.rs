@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::events::{JobAction, ProvisioningEvent};
+use super::jobs::{CancelRequest, EndedJob, JobState, WaitingJob};
 use super::values::JobId;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +37,7 @@ impl VmStatus {
     }
 }
 
-/// The job a VM is waiting for: queued, or started by a runner.
+/// The job a VM runs or is about to run: queued for a runner, or started by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveJob {
     pub id: JobId,
@@ -47,6 +48,24 @@ pub struct ActiveJob {
     pub dispatched: bool,
     /// The highest log line number recorded, so redelivered lines are dropped.
     pub last_line: u32,
+    /// A cancel was asked of it (details in [`Lifecycle::cancel`]).
+    #[serde(default)]
+    pub cancel_requested: bool,
+}
+
+impl ActiveJob {
+    /// Claimed by a dispatcher or started: past the point where a cancel takes it out of
+    /// the queue at once.
+    pub fn running(&self) -> bool {
+        self.dispatched || self.started
+    }
+
+    pub fn state(&self) -> JobState {
+        match self.running() {
+            true => JobState::Running,
+            false => JobState::Queued,
+        }
+    }
 }
 
 /// Where a VM is in its life. `apply` is total and idempotent for the same event, so it can
@@ -55,10 +74,19 @@ pub struct ActiveJob {
 pub struct Lifecycle {
     pub status: VmStatus,
     pub active_job: Option<ActiveJob>,
+    /// The cancel asked of the active job, if any.
+    pub cancel: Option<CancelRequest>,
+    /// Jobs asked for while the active one runs, in the order they run.
+    pub waiting: Vec<WaitingJob>,
     /// The last job number handed out, so the next one is unique.
     pub last_job: Option<JobId>,
-    /// A destroy was asked for while another job was active; it is queued when that ends.
+    /// A destroy asked for while another job was active, in histories written before jobs
+    /// waited in `waiting`: it is queued when that job ends.
     pub destroy_pending: bool,
+    /// What the VM is when no job changes it: the outcome of its last create or destroy.
+    pub settled: VmStatus,
+    /// The jobs that are over, in the order they ended.
+    pub ended: Vec<EndedJob>,
     pub ip: Option<String>,
     pub last_error: Option<String>,
 }
@@ -66,74 +94,196 @@ pub struct Lifecycle {
 impl Lifecycle {
     pub fn apply(&mut self, event: &ProvisioningEvent) {
         match event {
-            ProvisioningEvent::Requested { .. } => self.status = VmStatus::Requested,
+            ProvisioningEvent::Requested { .. } => self.settled = VmStatus::Requested,
+            ProvisioningEvent::JobRequested { job_id, action } => {
+                self.waiting.push(WaitingJob {
+                    id: *job_id,
+                    action: *action,
+                });
+                self.last_job = self.last_job.max(Some(*job_id));
+                if *action == JobAction::Destroy {
+                    self.destroy_pending = false;
+                }
+            }
             ProvisioningEvent::JobQueued { job_id, action, .. } => {
+                self.waiting.retain(|w| w.id != *job_id);
                 self.active_job = Some(ActiveJob {
                     id: *job_id,
                     action: *action,
                     started: false,
                     dispatched: false,
                     last_line: 0,
+                    cancel_requested: false,
                 });
-                self.last_job = Some(*job_id);
+                self.cancel = None;
+                self.last_job = self.last_job.max(Some(*job_id));
                 if *action == JobAction::Destroy {
                     self.destroy_pending = false;
-                    self.status = VmStatus::DestroyRequested;
                 }
             }
             ProvisioningEvent::JobDispatched { job_id, .. } => {
-                if let Some(job) = self.active_job.as_mut().filter(|j| j.id == *job_id) {
+                if let Some(job) = self.active(*job_id) {
                     job.dispatched = true;
                 }
             }
             ProvisioningEvent::JobStarted { job_id, .. } => {
-                if let Some(job) = self.active_job.as_mut().filter(|j| j.id == *job_id) {
+                if let Some(job) = self.active(*job_id) {
                     job.started = true;
-                    self.status = match (job.action, self.destroy_pending) {
-                        (JobAction::Destroy, _) => VmStatus::Destroying,
-                        (JobAction::Apply, false) => VmStatus::Provisioning,
-                        (JobAction::Apply, true) => VmStatus::DestroyRequested,
-                    };
                 }
             }
             ProvisioningEvent::LogLine { job_id, line, .. } => {
-                if let Some(job) = self.active_job.as_mut().filter(|j| j.id == *job_id) {
+                if let Some(job) = self.active(*job_id) {
                     job.last_line = job.last_line.max(*line);
                 }
             }
-            ProvisioningEvent::Applied { vm_ip, .. } => {
-                self.active_job = None;
+            ProvisioningEvent::JobCancelRequested {
+                job_id,
+                reason,
+                at,
+                deadline,
+            } => {
+                if let Some(job) = self.active(*job_id) {
+                    job.cancel_requested = true;
+                    self.cancel = Some(CancelRequest {
+                        at: *at,
+                        reason: reason.clone(),
+                        deadline: *deadline,
+                    });
+                }
+            }
+            ProvisioningEvent::Applied { job_id, vm_ip, .. } => {
                 self.ip = Some(vm_ip.clone());
                 self.last_error = None;
-                self.status = self.after_job(VmStatus::Provisioned);
+                self.settled = VmStatus::Provisioned;
+                self.end(*job_id, JobAction::Create, JobState::Succeeded, false);
             }
-            ProvisioningEvent::Failed { reason, .. } => {
-                self.active_job = None;
+            ProvisioningEvent::Refreshed { job_id, .. } => {
+                self.last_error = None;
+                self.end(*job_id, JobAction::Refresh, JobState::Succeeded, false);
+            }
+            ProvisioningEvent::AddressChanged { vm_ip, .. } => self.ip = Some(vm_ip.clone()),
+            ProvisioningEvent::Failed {
+                job_id,
+                action,
+                reason,
+                forced,
+                ..
+            } => {
                 self.last_error = Some(reason.clone());
-                self.status = self.after_job(VmStatus::Failed);
+                if *action != JobAction::Refresh {
+                    self.settled = VmStatus::Failed;
+                }
+                self.end(*job_id, *action, JobState::Failed, *forced);
+            }
+            ProvisioningEvent::JobCancelled {
+                job_id,
+                action,
+                reason,
+                forced,
+                ..
+            } => {
+                let was_waiting = self.waiting.iter().any(|w| w.id == *job_id);
+                if *action != JobAction::Refresh && !was_waiting {
+                    // A create or destroy stopped before its end leaves the VM as it was
+                    // when it stopped: failed, until a retry or a destroy.
+                    self.last_error = Some(reason.clone());
+                    self.settled = VmStatus::Failed;
+                }
+                self.end(*job_id, *action, JobState::Cancelled, *forced);
             }
             ProvisioningEvent::DestroyRequested => {
+                // Histories of earlier versions: the destroy job followed the active one's
+                // end. Now a `JobRequested` or `JobQueued` follows at once and clears it.
                 self.destroy_pending = true;
-                self.status = VmStatus::DestroyRequested;
             }
-            ProvisioningEvent::Destroyed { .. } => {
-                self.active_job = None;
+            ProvisioningEvent::Destroyed { job_id } => {
                 self.ip = None;
                 self.last_error = None;
-                self.status = VmStatus::Destroyed;
+                self.settled = VmStatus::Destroyed;
+                self.end(*job_id, JobAction::Destroy, JobState::Succeeded, false);
             }
+        }
+        self.status = self.derive_status();
+    }
+
+    fn active(&mut self, job_id: JobId) -> Option<&mut ActiveJob> {
+        self.active_job.as_mut().filter(|j| j.id == job_id)
+    }
+
+    /// Records the end of job `id`, active or waiting.
+    fn end(&mut self, id: JobId, action: JobAction, state: JobState, forced: bool) {
+        if self.active_job.is_some_and(|j| j.id == id) {
+            self.active_job = None;
+            self.cancel = None;
+        }
+        self.waiting.retain(|w| w.id != id);
+        if !self.ended.iter().any(|e| e.id == id) {
+            self.ended.push(EndedJob {
+                id,
+                action,
+                state,
+                forced,
+            });
         }
     }
 
-    fn after_job(&self, status: VmStatus) -> VmStatus {
-        if self.destroy_pending {
-            VmStatus::DestroyRequested
-        } else {
-            status
+    /// The status follows from the settled outcome and the jobs to come: a destroy to come
+    /// shows first, then a create running or queued; a refresh leaves the status as it is.
+    fn derive_status(&self) -> VmStatus {
+        if matches!(self.settled, VmStatus::Unknown | VmStatus::Destroyed) {
+            return self.settled;
         }
+        let active = self.active_job;
+        match active {
+            Some(job) if job.action == JobAction::Destroy => {
+                return match job.started {
+                    true => VmStatus::Destroying,
+                    false => VmStatus::DestroyRequested,
+                };
+            }
+            _ if self.destroy_to_come() => return VmStatus::DestroyRequested,
+            Some(job) if job.action == JobAction::Create => {
+                return match job.started {
+                    true => VmStatus::Provisioning,
+                    false => VmStatus::Requested,
+                };
+            }
+            _ => {}
+        }
+        self.settled
+    }
+
+    /// A destroy is active, waiting, or (in an earlier version's history) pending.
+    pub fn destroy_to_come(&self) -> bool {
+        self.destroy_pending
+            || self
+                .active_job
+                .is_some_and(|j| j.action == JobAction::Destroy)
+            || self.waiting.iter().any(|w| w.action == JobAction::Destroy)
     }
 
     pub fn next_job_id(&self) -> JobId {
         self.last_job.map_or(JobId::FIRST, |j| j.next())
+    }
+
+    /// How job `id` ended, if it did.
+    pub fn ended_job(&self, id: JobId) -> Option<&EndedJob> {
+        self.ended.iter().find(|e| e.id == id)
+    }
+
+    /// The action a retry runs again: that of the last create or destroy, when it failed or
+    /// was cancelled and nothing has succeeded since.
+    pub fn retryable(&self) -> Option<JobAction> {
+        let last = self
+            .ended
+            .iter()
+            .rev()
+            .find(|e| e.action != JobAction::Refresh)?;
+        match last.state {
+            JobState::Failed | JobState::Cancelled if self.settled == VmStatus::Failed => {
+                Some(last.action)
+            }
+            _ => None,
+        }
     }
 }

@@ -5,6 +5,7 @@ mod aggregate;
 mod commands;
 mod error;
 mod events;
+mod jobs;
 mod lifecycle;
 pub mod limits;
 mod values;
@@ -14,9 +15,10 @@ pub use aggregate::Provisioning;
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
 pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
+pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshPublicKey, TemplateId, ValueError, VmId, VmName,
     VmSpec,
 };
-pub use views::VmView;
+pub use views::{JobRecord, Stamp, VmView};

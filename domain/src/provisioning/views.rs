@@ -1,23 +1,57 @@
-//! The VM read model: what `GET /api/v1/vms/{id}` shows. Folded from events by the
-//! projector; rebuilding it from the events table gives the same rows.
+//! The VM read model: what `GET /api/v1/vms/{id}` and its jobs show. Folded from events by
+//! the projector; rebuilding it from the events table gives the same rows.
 
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
-use super::events::ProvisioningEvent;
+use super::events::{JobAction, ProvisioningEvent};
+use super::jobs::JobState;
 use super::lifecycle::Lifecycle;
-use super::values::VmSpec;
+use super::values::{JobId, VmSpec};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VmView {
     pub spec: Option<VmSpec>,
     pub lifecycle: Lifecycle,
+    /// Every job of the VM, in the order they were asked for.
+    #[serde(default)]
+    pub jobs: Vec<JobRecord>,
     /// The aggregate sequence of the last event folded in; older events are skipped.
     pub last_sequence: u64,
 }
 
+/// Who and when of an event, from its metadata.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp<'a> {
+    pub at: OffsetDateTime,
+    pub actor: Option<&'a str>,
+}
+
+/// One job as users follow it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: JobId,
+    pub action: JobAction,
+    pub state: JobState,
+    /// Who asked for it: the actor of the event that queued it.
+    pub requested_by: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub queued_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub ended_at: Option<OffsetDateTime>,
+    /// Terraform's exit code, once it ran to its end.
+    pub exit_code: Option<i32>,
+    /// Why it failed or was cancelled.
+    pub reason: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub cancel_requested_at: Option<OffsetDateTime>,
+}
+
 impl VmView {
     /// Folds one event in. Returns false, changing nothing, for an event already folded.
-    pub fn update(&mut self, sequence: u64, event: &ProvisioningEvent) -> bool {
+    pub fn update(&mut self, sequence: u64, stamp: Stamp<'_>, event: &ProvisioningEvent) -> bool {
         if sequence <= self.last_sequence {
             return false;
         }
@@ -26,6 +60,78 @@ impl VmView {
         if let ProvisioningEvent::Requested { spec } = event {
             self.spec = Some(spec.clone());
         }
+        self.fold_job(stamp, event);
         true
+    }
+
+    /// A job of the VM.
+    pub fn job(&self, id: JobId) -> Option<&JobRecord> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+
+    fn fold_job(&mut self, stamp: Stamp<'_>, event: &ProvisioningEvent) {
+        use ProvisioningEvent as E;
+        let (id, state, exit_code, reason) = match event {
+            E::JobRequested { job_id, action } | E::JobQueued { job_id, action, .. } => {
+                if self.job(*job_id).is_none() {
+                    self.jobs.push(JobRecord {
+                        id: *job_id,
+                        action: *action,
+                        state: JobState::Queued,
+                        requested_by: stamp.actor.map(str::to_owned),
+                        queued_at: stamp.at,
+                        started_at: None,
+                        ended_at: None,
+                        exit_code: None,
+                        reason: None,
+                        cancel_requested_at: None,
+                    });
+                }
+                return;
+            }
+            E::JobDispatched { job_id, .. } => (job_id, JobState::Running, None, None),
+            E::JobStarted { job_id, .. } => {
+                if let Some(job) = self.job_mut(*job_id) {
+                    job.state = JobState::Running;
+                    job.started_at = Some(stamp.at);
+                }
+                return;
+            }
+            E::JobCancelRequested { job_id, .. } => {
+                if let Some(job) = self.job_mut(*job_id) {
+                    job.cancel_requested_at = Some(stamp.at);
+                }
+                return;
+            }
+            E::Applied { job_id, .. } | E::Refreshed { job_id, .. } | E::Destroyed { job_id } => {
+                (job_id, JobState::Succeeded, Some(0), None)
+            }
+            E::Failed {
+                job_id,
+                reason,
+                exit_code,
+                ..
+            } => (job_id, JobState::Failed, *exit_code, Some(reason)),
+            E::JobCancelled {
+                job_id,
+                reason,
+                exit_code,
+                ..
+            } => (job_id, JobState::Cancelled, *exit_code, Some(reason)),
+            E::Requested { .. } | E::LogLine { .. } | E::AddressChanged { .. } => return,
+            E::DestroyRequested => return,
+        };
+        if let Some(job) = self.job_mut(*id) {
+            job.state = state;
+            if state.is_finished() {
+                job.ended_at = Some(stamp.at);
+                job.exit_code = exit_code;
+                job.reason = reason.cloned();
+            }
+        }
+    }
+
+    fn job_mut(&mut self, id: JobId) -> Option<&mut JobRecord> {
+        self.jobs.iter_mut().find(|j| j.id == id)
     }
 }

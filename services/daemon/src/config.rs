@@ -28,6 +28,9 @@ pub struct Config {
     pub json_logs: bool,
     /// How long a job may stay silent (no line, no result) before the watchdog fails it.
     pub job_silence: std::time::Duration,
+    /// Each action's deadline and the cancel cool-off (`PROVISIONING_DEADLINE_CREATE`,
+    /// `_DESTROY`, `_REFRESH`, `PROVISIONING_CANCEL_COOLOFF`, in seconds).
+    pub job_limits: domain::provisioning::JobLimits,
     /// An age-encrypted file of `NAME=value` credential lines, and the identity to open it.
     pub credentials_file: Option<(PathBuf, PathBuf)>,
     /// How many runners one dispatcher keeps running at once (`PROVISIONING_MAX_RUNNERS`);
@@ -135,6 +138,7 @@ impl Config {
                     }
                 },
             },
+            job_limits: job_limits(&var)?,
             credentials_file: match (
                 var("PROVISIONING_CREDENTIALS_FILE"),
                 var("PROVISIONING_AGE_IDENTITY_FILE"),
@@ -166,6 +170,29 @@ impl Config {
             db_limits: db_limits(&var)?,
         })
     }
+}
+
+/// The job deadlines and the cancel cool-off, each in seconds above 0.
+fn job_limits(
+    var: &impl Fn(&str) -> Option<String>,
+) -> Result<domain::provisioning::JobLimits, ConfigError> {
+    let defaults = domain::provisioning::JobLimits::default();
+    let secs = |name: &'static str, default: std::time::Duration| match var(name) {
+        None => Ok(default),
+        Some(secs) => match secs.parse::<u64>() {
+            Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
+            _ => Err(ConfigError {
+                name,
+                reason: "must be a number of seconds above 0".into(),
+            }),
+        },
+    };
+    Ok(domain::provisioning::JobLimits {
+        create: secs("PROVISIONING_DEADLINE_CREATE", defaults.create)?,
+        destroy: secs("PROVISIONING_DEADLINE_DESTROY", defaults.destroy)?,
+        refresh: secs("PROVISIONING_DEADLINE_REFRESH", defaults.refresh)?,
+        cancel_cooloff: secs("PROVISIONING_CANCEL_COOLOFF", defaults.cancel_cooloff)?,
+    })
 }
 
 /// Runners at once when `PROVISIONING_MAX_RUNNERS` is unset, with the Kubernetes executor:

@@ -142,6 +142,7 @@ impl Application {
                 backend_secret,
                 terraform_bin: config.terraform_bin,
                 publish_retry: config.runner_publish_retry,
+                job_limits: config.job_limits,
                 registry,
                 credentials,
             },

@@ -17,6 +17,10 @@ pub struct Launch {
     pub credentials: Vec<LaunchCredential>,
     /// The working directory the dispatcher prepared.
     pub workdir: PathBuf,
+    /// When the executor stops the runner whatever it does (Kubernetes:
+    /// `activeDeadlineSeconds`): the action's deadline plus the cancel cool-off, so the
+    /// daemon's clean cancel comes first.
+    pub active_deadline: std::time::Duration,
 }
 
 /// A credential of a runner: never logged, never shown.
@@ -40,8 +44,13 @@ pub trait Executor: Send + Sync {
     /// Starts the runner and returns a name for it once it is running.
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError>;
 
-    /// Stops the runner `start` named (the watchdog gave its job up). A runner already gone
-    /// is no error.
+    /// Asks the runner `start` named to stop cleanly: Terraform gets an interrupt, stops
+    /// after its current operations, releases its state lock, and the runner reports the
+    /// result (a cancel). A runner already gone is no error.
+    async fn interrupt(&self, runner: &str) -> Result<(), ExecutorError>;
+
+    /// Stops the runner `start` named at once (a force-cancel, or the watchdog gave its job
+    /// up). A runner already gone is no error.
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError>;
 }
 
@@ -122,24 +131,43 @@ impl Executor for LocalExecutor {
         Ok(name)
     }
 
+    /// Sends SIGINT to the runner alone (not its group): the runner passes one interrupt on
+    /// to Terraform, which runs in a group of its own, and reports what it prints.
+    async fn interrupt(&self, runner: &str) -> Result<(), ExecutorError> {
+        let pid = local_pid(runner)?;
+        signal(&["-INT", "--", &pid.to_string()]).await?;
+        tracing::info!(pid, "runner interrupted");
+        Ok(())
+    }
+
     /// Kills the runner's process group (the runner and its Terraform): `kill -KILL -<pid>`.
     /// A process group id is a pid, which the system may give again once the group is gone:
     /// a stop runs only for a job the watchdog just failed, whose runner was silent but
     /// recorded, so the window is small.
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {
-        let pid = runner
-            .strip_prefix("local:")
-            .and_then(|pid| pid.parse::<u32>().ok())
-            .filter(|&pid| pid > 1)
-            .ok_or_else(|| ExecutorError(format!("{runner:?} is not a local runner")))?;
-        let status = tokio::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stderr(Stdio::null())
-            .status()
-            .await
-            .map_err(|e| ExecutorError(format!("could not run kill: {e}")))?;
+        let pid = local_pid(runner)?;
         // `kill` fails when no process is left in the group: stopped already.
-        tracing::info!(pid, killed = status.success(), "runner stopped");
+        let killed = signal(&["-KILL", "--", &format!("-{pid}")]).await?;
+        tracing::info!(pid, killed, "runner stopped");
         Ok(())
     }
+}
+
+fn local_pid(runner: &str) -> Result<u32, ExecutorError> {
+    runner
+        .strip_prefix("local:")
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .filter(|&pid| pid > 1)
+        .ok_or_else(|| ExecutorError(format!("{runner:?} is not a local runner")))
+}
+
+/// Runs `kill` with `args`; whether a process got the signal.
+async fn signal(args: &[&str]) -> Result<bool, ExecutorError> {
+    let status = tokio::process::Command::new("kill")
+        .args(args)
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .map_err(|e| ExecutorError(format!("could not run kill: {e}")))?;
+    Ok(status.success())
 }

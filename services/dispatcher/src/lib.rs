@@ -46,6 +46,9 @@ pub struct DispatcherConfig {
     /// How long a runner sends a report again before it gives up
     /// (`PROVISIONING_RUNNER_PUBLISH_RETRY_SECS`, the runner's `RUNNER_PUBLISH_RETRY_SECS`).
     pub publish_retry: std::time::Duration,
+    /// Each action's deadline and the cancel cool-off: a Kubernetes Job's
+    /// `activeDeadlineSeconds` is the deadline plus the cool-off.
+    pub job_limits: domain::provisioning::JobLimits,
     pub registry: Arc<registry::Registry>,
     /// Credential values for runners (local executor).
     pub credentials: Arc<registry::Credentials>,
@@ -208,6 +211,8 @@ impl Dispatcher {
             ),
             credentials,
             workdir,
+            active_deadline: self.config.job_limits.deadline(job.action)
+                + self.config.job_limits.cancel_cooloff,
         };
         self.executor
             .start(launch)

@@ -106,7 +106,7 @@ mod tests {
         JobMessage {
             vm_id: VmId::new(),
             job_id: JobId::FIRST,
-            action: JobAction::Apply,
+            action: JobAction::Create,
             spec: VmSpec {
                 name: VmName::parse("web").unwrap(),
                 provider: ProviderId::parse(provider).unwrap(),
@@ -152,6 +152,7 @@ mod tests {
             backend_secret: None,
             terraform_bin: "terraform".into(),
             publish_retry: std::time::Duration::from_secs(300),
+            job_limits: Default::default(),
         }
     }
 

@@ -13,7 +13,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use domain::catalog::CatalogEvent;
-use domain::provisioning::{ProvisioningEvent, VmId, VmView};
+use domain::provisioning::{ProvisioningEvent, Stamp, VmId, VmView};
 use store::dead_letters;
 use store::feed::{self, FeedEvent, UndecodableEvent};
 use store::lease::{self, Lease};
@@ -78,7 +78,12 @@ pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
                 entry.insert((view.unwrap_or_default(), at, at))
             }
         };
-        if view.update(event.sequence, &domain_event) {
+        let actor = event.actor();
+        let stamp = Stamp {
+            at: event.recorded_at,
+            actor: actor.as_deref(),
+        };
+        if view.update(event.sequence, stamp, &domain_event) {
             *at = event.recorded_at;
             fold_log(&mut tx, vm, &domain_event, event.recorded_at).await?;
         }
@@ -153,7 +158,12 @@ async fn refold(
     for past in history.iter().filter(|e| e.cursor <= checkpoint) {
         match past.provisioning() {
             Ok(Some((_, e))) => {
-                view.update(past.sequence, &e);
+                let actor = past.actor();
+                let stamp = Stamp {
+                    at: past.recorded_at,
+                    actor: actor.as_deref(),
+                };
+                view.update(past.sequence, stamp, &e);
                 first.get_or_insert(past.recorded_at);
                 last = past.recorded_at;
             }

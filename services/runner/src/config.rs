@@ -51,11 +51,8 @@ impl RunnerConfig {
             })
         };
         let invalid = |name, reason| ConfigError { name, reason };
-        let action = match var(env::ACTION)?.as_str() {
-            "apply" => JobAction::Apply,
-            "destroy" => JobAction::Destroy,
-            _ => return Err(invalid(env::ACTION, "must be apply or destroy")),
-        };
+        let action = JobAction::parse(&var(env::ACTION)?)
+            .ok_or_else(|| invalid(env::ACTION, "must be create, destroy or refresh"))?;
         Ok(Self {
             nats_url: var(env::NATS_URL)?,
             prefix: var(env::NATS_PREFIX).unwrap_or_else(|_| "provisioning".into()),

@@ -1,7 +1,7 @@
 //! The runner: one process per Terraform job (a child process of the dispatcher locally,
 //! the container of a Kubernetes Job in production). It runs `terraform init`, then
-//! `apply -auto-approve -json` or `destroy -auto-approve -json`, publishes every line as it
-//! comes, and ends with a result carrying the exit code and `terraform output -json`.
+//! `apply`, `destroy` or a refresh (`apply -refresh-only`) with `-json`, publishes every
+//! line as it comes, and ends with a result carrying the exit code and `terraform output -json`.
 //! The exit code decides success, never the text of a line.
 
 mod active;
@@ -95,7 +95,7 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
         exit_code = terraform::run_action(&config, &mut out, &mut diagnostics).await?;
     }
     let outputs = match (exit_code, config.action) {
-        (0, JobAction::Apply) => terraform::outputs(&config).await,
+        (0, JobAction::Create | JobAction::Refresh) => terraform::outputs(&config).await,
         _ => Default::default(),
     };
     let outputs = outputs

@@ -51,28 +51,55 @@ pub async fn init(
     retry_while_locked(command, "init", out, diagnostics).await
 }
 
-/// `apply` or `destroy` in the VM's workspace, which the `pg` backend creates on first use.
+/// The job's Terraform command in the VM's workspace, which the `pg` backend creates on
+/// first use: `apply`, `destroy`, or for a refresh `apply -refresh-only` where the
+/// Terraform version has it (0.15.4 and later), else `refresh`.
 pub async fn run_action(
     config: &RunnerConfig,
     out: &mut Reporter<'_>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<i32, RunnerError> {
-    let action = match config.action {
-        JobAction::Apply => "apply",
-        JobAction::Destroy => "destroy",
+    let args: &[&str] = match config.action {
+        JobAction::Create => &["apply", "-auto-approve"],
+        JobAction::Destroy => &["destroy", "-auto-approve"],
+        JobAction::Refresh if has_refresh_only(config).await => {
+            &["apply", "-refresh-only", "-auto-approve"]
+        }
+        JobAction::Refresh => &["refresh"],
     };
     let command = || {
         let mut cmd = terraform(config);
-        cmd.env("TF_WORKSPACE", config.workspace()).args([
-            action,
-            "-auto-approve",
-            "-json",
-            "-input=false",
-            LOCK_TIMEOUT,
-        ]);
+        cmd.env("TF_WORKSPACE", config.workspace())
+            .args(args)
+            .args(["-json", "-input=false", LOCK_TIMEOUT]);
         cmd
     };
-    retry_while_locked(command, action, out, diagnostics).await
+    retry_while_locked(command, args[0], out, diagnostics).await
+}
+
+/// Whether this Terraform has `apply -refresh-only` (0.15.4 and later; OpenTofu has it
+/// from its first version), from `terraform version -json`.
+async fn has_refresh_only(config: &RunnerConfig) -> bool {
+    let mut cmd = terraform(config);
+    cmd.args(["version", "-json"]).stderr(Stdio::null());
+    let Ok(output) = cmd.output().await else {
+        return false;
+    };
+    let version: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    version
+        .get("terraform_version")
+        .and_then(|v| v.as_str())
+        .is_some_and(refresh_only_since)
+}
+
+/// `version` (`1.0.3`, `0.15.4-beta1`) is 0.15.4 or later.
+fn refresh_only_since(version: &str) -> bool {
+    let numbers: Vec<u32> = version
+        .split(['.', '-'])
+        .take(3)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    numbers.as_slice() >= [0, 15, 4].as_slice()
 }
 
 /// Whether an error comes from another run using the backend at the same moment, told by
@@ -253,7 +280,17 @@ fn read_lines(
 
 #[cfg(test)]
 mod tests {
-    use super::contended;
+    use super::{contended, refresh_only_since};
+
+    #[test]
+    fn refresh_only_is_used_from_terraform_0_15_4() {
+        for version in ["0.15.4", "1.0.3", "1.11.0", "2.0.0"] {
+            assert!(refresh_only_since(version), "{version}");
+        }
+        for version in ["0.15.3", "0.14.11", "0.12.31"] {
+            assert!(!refresh_only_since(version), "{version}");
+        }
+    }
 
     #[test]
     fn a_held_state_lock_is_contention() {

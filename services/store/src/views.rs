@@ -1,7 +1,7 @@
 //! The VM read models: `vm_views` (one row per VM) and `vm_logs` (Terraform lines).
 
 use cqrs_es::Aggregate;
-use domain::provisioning::{Provisioning, VmId, VmView};
+use domain::provisioning::{Provisioning, Stamp, VmId, VmView};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use time::OffsetDateTime;
@@ -172,8 +172,8 @@ pub async fn view_at(
     vm: VmId,
     up_to: u64,
 ) -> Result<Option<(VmView, OffsetDateTime, OffsetDateTime)>, sqlx::Error> {
-    let rows: Vec<(i64, serde_json::Value, OffsetDateTime)> = sqlx::query_as(
-        "SELECT sequence, payload::jsonb, recorded_at FROM events
+    let rows: Vec<(i64, serde_json::Value, OffsetDateTime, Option<String>)> = sqlx::query_as(
+        "SELECT sequence, payload::jsonb, recorded_at, metadata::jsonb->>'actor' FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2
            AND sequence <= $3 AND event_type <> 'LogLine'
          ORDER BY sequence",
@@ -187,10 +187,14 @@ pub async fn view_at(
         return Ok(None);
     };
     let mut view = VmView::default();
-    for (sequence, payload, _) in rows {
+    for (sequence, payload, at, actor) in rows {
         let event =
             serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-        view.update(sequence as u64, &event);
+        let stamp = Stamp {
+            at,
+            actor: actor.as_deref(),
+        };
+        view.update(sequence as u64, stamp, &event);
     }
     Ok(Some((view, first, last)))
 }

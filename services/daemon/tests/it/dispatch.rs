@@ -176,7 +176,7 @@ async fn a_job_delivered_twice_starts_one_runner_and_keeps_its_working_directory
     let job = bus::JobMessage {
         vm_id: vm,
         job_id: JobId::FIRST,
-        action: JobAction::Apply,
+        action: JobAction::Create,
         spec,
     };
     let mut publisher = bus::Publisher::new(app.bus.jetstream.clone(), 2);

@@ -165,7 +165,7 @@ async fn an_event_larger_than_a_nats_message_is_parked_and_later_events_are_publ
     let huge = VmId::new();
     let event = ProvisioningEvent::Failed {
         job_id: JobId::FIRST,
-        action: JobAction::Apply,
+        action: JobAction::Create,
         reason: "x".repeat(1_200_000),
         diagnostics: vec![],
     };

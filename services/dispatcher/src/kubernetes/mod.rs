@@ -153,6 +153,13 @@ impl Executor for KubernetesExecutor {
         Ok(qualified)
     }
 
+    /// Not built yet: a cancel reaches a Kubernetes runner through NATS only.
+    async fn interrupt(&self, runner: &str) -> Result<(), ExecutorError> {
+        Err(ExecutorError(format!(
+            "{runner}: interrupting a Job is not supported yet"
+        )))
+    }
+
     /// Deletes the Job with background propagation: its pod (and the ConfigMap it owns) go
     /// too. A Job already gone is no error.
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {

@@ -61,7 +61,7 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
     Launch {
         vm_id: VM.parse::<VmId>().unwrap(),
         job_id: JobId::new(3),
-        action: JobAction::Apply,
+        action: JobAction::Create,
         env: vec![
             ("NATS_URL".into(), "nats://nats:4222".into()),
             (
@@ -77,6 +77,7 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
         ],
         credentials,
         workdir: dir.to_owned(),
+        active_deadline: std::time::Duration::from_secs(3610),
     }
 }
 

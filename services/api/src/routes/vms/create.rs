@@ -2,7 +2,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use domain::provisioning::{
     Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError,
-    SshPublicKey, TemplateId, VmId, VmName, VmSpec, VmView,
+    SshPublicKey, Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
 };
 use domain::Decide;
 use serde::{Deserialize, Serialize};
@@ -118,8 +118,12 @@ async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<A
         )
         .map_err(ApiError::internal)?;
     let mut view = VmView::default();
+    let stamp = Stamp {
+        at: requested.first_at,
+        actor: None,
+    };
     for (sequence, event) in (1..).zip(&events) {
-        view.update(sequence, event);
+        view.update(sequence, stamp, event);
     }
     let body = vm_out(
         vm,
