@@ -462,3 +462,7 @@ fn new_lines(
 #[cfg(test)]
 #[path = "aggregate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "jobs_tests.rs"]
+mod jobs_tests;

@@ -8,9 +8,9 @@ use crate::provisioning::{
     Cidr, Diagnostic, DurationHours, ProviderId, Severity, SshPublicKey, TemplateId, VmName,
 };
 
-type Given = TestFramework<Provisioning>;
+pub(super) type Given = TestFramework<Provisioning>;
 
-fn spec() -> VmSpec {
+pub(super) fn spec() -> VmSpec {
     VmSpec {
         name: VmName::parse("web-1").unwrap(),
         provider: ProviderId::parse("local").unwrap(),
@@ -27,18 +27,18 @@ fn spec() -> VmSpec {
     }
 }
 
-fn job(n: u32) -> JobId {
+pub(super) fn job(n: u32) -> JobId {
     JobId::new(n)
 }
 
-fn requested() -> Vec<ProvisioningEvent> {
+pub(super) fn requested() -> Vec<ProvisioningEvent> {
     vec![
         ProvisioningEvent::Requested { spec: spec() },
         queued(1, JobAction::Create),
     ]
 }
 
-fn queued(n: u32, action: JobAction) -> ProvisioningEvent {
+pub(super) fn queued(n: u32, action: JobAction) -> ProvisioningEvent {
     ProvisioningEvent::JobQueued {
         job_id: job(n),
         action,
@@ -46,7 +46,7 @@ fn queued(n: u32, action: JobAction) -> ProvisioningEvent {
     }
 }
 
-fn started(n: u32, action: JobAction) -> ProvisioningEvent {
+pub(super) fn started(n: u32, action: JobAction) -> ProvisioningEvent {
     ProvisioningEvent::JobStarted {
         job_id: job(n),
         action,
@@ -54,11 +54,11 @@ fn started(n: u32, action: JobAction) -> ProvisioningEvent {
     }
 }
 
-fn applying() -> Vec<ProvisioningEvent> {
+pub(super) fn applying() -> Vec<ProvisioningEvent> {
     [requested(), vec![started(1, JobAction::Create)]].concat()
 }
 
-fn applied() -> ProvisioningEvent {
+pub(super) fn applied() -> ProvisioningEvent {
     ProvisioningEvent::Applied {
         job_id: job(1),
         vm_ip: "10.77.0.9".into(),
@@ -66,7 +66,7 @@ fn applied() -> ProvisioningEvent {
     }
 }
 
-fn provisioned() -> Vec<ProvisioningEvent> {
+pub(super) fn provisioned() -> Vec<ProvisioningEvent> {
     [applying(), vec![applied()]].concat()
 }
 
@@ -82,11 +82,11 @@ fn destroying() -> Vec<ProvisioningEvent> {
     .concat()
 }
 
-fn outputs_with_ip() -> BTreeMap<String, serde_json::Value> {
+pub(super) fn outputs_with_ip() -> BTreeMap<String, serde_json::Value> {
     BTreeMap::from([("vm_ip".to_owned(), serde_json::json!("10.77.0.9"))])
 }
 
-fn outcome(exit_code: i32, outputs: BTreeMap<String, serde_json::Value>) -> JobOutcome {
+pub(super) fn outcome(exit_code: i32, outputs: BTreeMap<String, serde_json::Value>) -> JobOutcome {
     JobOutcome {
         exit_code,
         outputs,
@@ -114,7 +114,7 @@ fn log_event(n: u32, message: &str) -> ProvisioningEvent {
     }
 }
 
-fn finish(n: u32, outcome: JobOutcome) -> ProvisioningCommand {
+pub(super) fn finish(n: u32, outcome: JobOutcome) -> ProvisioningCommand {
     ProvisioningCommand::FinishJob {
         job_id: job(n),
         outcome,
@@ -264,6 +264,8 @@ fn an_apply_without_a_vm_ip_output_fails() {
             action: JobAction::Create,
             reason: "terraform succeeded but gave no vm_ip output".into(),
             diagnostics: vec![],
+            exit_code: Some(0),
+            forced: false,
         }]);
 }
 
@@ -294,6 +296,8 @@ fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
             action: JobAction::Create,
             reason: "Invalid value for variable: flavor_name must be one of local.small".into(),
             diagnostics: vec![warning, diagnostic],
+            exit_code: Some(1),
+            forced: false,
         }]);
 }
 
@@ -307,6 +311,8 @@ fn a_failed_job_without_diagnostics_names_the_exit_code() {
             action: JobAction::Create,
             reason: "terraform exited with code 2".into(),
             diagnostics: vec![],
+            exit_code: Some(2),
+            forced: false,
         }]);
 }
 
@@ -322,11 +328,23 @@ fn destroying_an_idle_vm_queues_the_destroy_job_at_once() {
 }
 
 #[test]
-fn destroying_a_vm_with_a_running_job_waits_for_that_job() {
+fn destroying_a_vm_with_a_running_job_waits_behind_that_job() {
+    let waiting = ProvisioningEvent::JobRequested {
+        job_id: job(2),
+        action: JobAction::Destroy,
+    };
     Given::with(())
         .given(applying())
         .when(ProvisioningCommand::RequestDestroy)
-        .then_expect_events(vec![ProvisioningEvent::DestroyRequested]);
+        .then_expect_events(vec![ProvisioningEvent::DestroyRequested, waiting.clone()]);
+    Given::with(())
+        .given([applying(), vec![ProvisioningEvent::DestroyRequested, waiting]].concat())
+        .when(finish(1, outcome(0, outputs_with_ip())))
+        .then_expect_events(vec![applied(), queued(2, JobAction::Destroy)]);
+}
+
+#[test]
+fn a_destroy_pending_in_an_earlier_versions_history_is_queued_when_the_job_ends() {
     Given::with(())
         .given([applying(), vec![ProvisioningEvent::DestroyRequested]].concat())
         .when(finish(1, outcome(0, outputs_with_ip())))
@@ -334,13 +352,11 @@ fn destroying_a_vm_with_a_running_job_waits_for_that_job() {
 }
 
 #[test]
-fn a_vm_being_destroyed_cannot_be_destroyed_again() {
+fn a_second_destroy_while_one_waits_changes_nothing_and_one_that_runs_is_refused() {
     Given::with(())
         .given([applying(), vec![ProvisioningEvent::DestroyRequested]].concat())
         .when(ProvisioningCommand::RequestDestroy)
-        .then_expect_error(ProvisioningError::AlreadyDestroying(
-            VmStatus::DestroyRequested,
-        ));
+        .then_expect_events(vec![]);
     Given::with(())
         .given(destroying())
         .when(ProvisioningCommand::RequestDestroy)
@@ -372,6 +388,8 @@ fn a_failed_destroy_can_be_retried() {
         action: JobAction::Destroy,
         reason: "boom".into(),
         diagnostics: vec![],
+        exit_code: Some(1),
+        forced: false,
     };
     Given::with(())
         .given([destroying(), vec![failed]].concat())
