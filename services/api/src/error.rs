@@ -115,6 +115,9 @@ pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) ->
         CommandError::Rejected(ProvisioningError::NotFound) => {
             ApiError::NotFound(format!("no VM {vm}"))
         }
+        CommandError::Rejected(e @ ProvisioningError::NoSuchJob(_)) => {
+            ApiError::NotFound(e.to_string())
+        }
         CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
             ApiError::Conflict(format!("a VM with id {vm} exists already"))
         }

@@ -25,6 +25,8 @@ pub struct AppState {
     pub admin_token: Arc<SecretString>,
     pub registry: Arc<registry::Registry>,
     pub credentials: Arc<registry::Credentials>,
+    /// The cancel cool-off a force-cancel waits for.
+    pub job_limits: domain::provisioning::JobLimits,
 }
 
 pub fn app(state: AppState) -> Router {

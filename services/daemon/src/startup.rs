@@ -127,6 +127,7 @@ impl Application {
             admin_token: Arc::new(admin_token),
             registry: registry.clone(),
             credentials: credentials.clone(),
+            job_limits: config.job_limits,
         };
         Ok(Self {
             roles,
@@ -220,6 +221,7 @@ impl Application {
                 pool: state.pool.clone(),
                 silence: self.job_silence,
                 executor: self.executor.clone(),
+                limits: state.job_limits,
             };
             roles.spawn("watchdog", watchdog.run(cancel.clone()));
         }

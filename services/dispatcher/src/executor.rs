@@ -140,12 +140,22 @@ impl Executor for LocalExecutor {
         Ok(())
     }
 
-    /// Kills the runner's process group (the runner and its Terraform): `kill -KILL -<pid>`.
-    /// A process group id is a pid, which the system may give again once the group is gone:
-    /// a stop runs only for a job the watchdog just failed, whose runner was silent but
-    /// recorded, so the window is small.
+    /// Kills the runner's Terraform, in a process group of its own (`kill -KILL -<child>`
+    /// for each child of the runner), then the runner's group (`kill -KILL -<pid>`). A
+    /// process group id is a pid, which the system may give again once the group is gone: a
+    /// stop runs only for a job just failed or forced off, whose runner was recorded, so the
+    /// window is small.
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {
         let pid = local_pid(runner)?;
+        let children = tokio::process::Command::new("pgrep")
+            .args(["-P", &pid.to_string()])
+            .stderr(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| ExecutorError(format!("could not run pgrep: {e}")))?;
+        for child in String::from_utf8_lossy(&children.stdout).split_whitespace() {
+            signal(&["-KILL", "--", &format!("-{child}")]).await?;
+        }
         // `kill` fails when no process is left in the group: stopped already.
         let killed = signal(&["-KILL", "--", &format!("-{pid}")]).await?;
         tracing::info!(pid, killed, "runner stopped");

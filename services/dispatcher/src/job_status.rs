@@ -1,13 +1,15 @@
-//! Answers runners that ask, before they start Terraform, whether their job is still the
-//! VM's active one (`<prefix>.control.job_active.<vm_id>.<job>`), from the event store. A
-//! runner whose job the watchdog failed, or that starts late, so never changes anything.
+//! Answers runners that ask whether their job is still the VM's active one, and whether a
+//! cancel was asked of it (`<prefix>.control.job_active.<vm_id>.<job>`), from the event
+//! store: before they start Terraform (a runner whose job the watchdog failed, or that
+//! starts late, so never changes anything), and with every heartbeat (so a cancel reaches a
+//! runner that missed its event).
 
 use domain::provisioning::{JobId, Provisioning, VmId};
 use futures::StreamExt;
 use store::PgPool;
 use tokio_util::sync::CancellationToken;
 
-/// Answers `{"active": true|false}` until cancelled; replicas share the questions (a queue
+/// Answers `{"active": true|false, "cancel": true|false}` until cancelled; replicas share the questions (a queue
 /// group). Reconnects its subscription a second after it fails.
 pub async fn answer_job_status(pool: PgPool, bus: bus::Bus, cancel: CancellationToken) {
     while !cancel.is_cancelled() {
@@ -39,9 +41,10 @@ pub async fn answer_job_status(pool: PgPool, bus: bus::Bus, cancel: Cancellation
                 continue;
             };
             // No answer when the store cannot say: the runner asks again.
-            match is_active(&pool, vm, job).await {
-                Ok(active) => {
-                    let answer = serde_json::json!({ "active": active }).to_string();
+            match status(&pool, vm, job).await {
+                Ok((active, cancel)) => {
+                    let answer = serde_json::json!({ "active": active, "cancel": cancel });
+                    let answer = answer.to_string();
                     if let Err(e) = bus.client.publish(reply, answer.into()).await {
                         tracing::warn!(error = %e, "could not answer a job status question");
                     }
@@ -60,7 +63,13 @@ fn parse(subject: &str) -> Option<(VmId, JobId)> {
     Some((vm, JobId::new(job)))
 }
 
-async fn is_active(pool: &PgPool, vm: VmId, job: JobId) -> Result<bool, store::StoreError> {
+/// Whether the job is active, and whether a cancel was asked of it.
+async fn status(
+    pool: &PgPool,
+    vm: VmId,
+    job: JobId,
+) -> Result<(bool, bool), store::StoreError> {
     let (state, _) = store::load::<Provisioning>(pool, &vm.to_string()).await?;
-    Ok(state.lifecycle().active_job.is_some_and(|j| j.id == job))
+    let active = state.lifecycle().active_job.filter(|j| j.id == job);
+    Ok((active.is_some(), active.is_some_and(|j| j.cancel_requested)))
 }

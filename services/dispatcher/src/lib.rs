@@ -118,7 +118,7 @@ impl Dispatcher {
         }
         // Heard of before the claim: if this process dies between claim and start, the
         // watchdog sees the claimed job silent and fails it (see docs/architecture.md).
-        store::liveness::touch(&self.pool, vm_id, job_id).await?;
+        store::liveness::claim(&self.pool, vm_id, job_id, active.action).await?;
         let claim = ProvisioningCommand::ClaimJob {
             job_id,
             dispatcher: self.name.clone(),

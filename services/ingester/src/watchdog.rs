@@ -4,15 +4,19 @@
 //! ever and can be destroyed, and its runner is stopped, so it changes nothing later.
 //! Silence is judged from the runner's own messages (a heartbeat every few seconds, every
 //! line, the result), recorded per job by the ingester in `job_liveness`; never from the
-//! read model, which a stalled projector would leave behind. Runs once, under a lease.
+//! read model, which a stalled projector would leave behind.
+//!
+//! It also enforces the job deadlines: a job past its action's deadline (counted from its
+//! claim) is cancelled, and forced off once the cool-off after that cancel has passed; and
+//! it kills the runners of force-cancelled jobs. Runs once, under a lease.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use dispatcher::Executor;
-use domain::provisioning::{Provisioning, ProvisioningCommand};
+use domain::provisioning::{JobLimits, Provisioning, ProvisioningCommand, ProvisioningError};
 use store::lease;
-use store::liveness::SilentJob;
+use store::liveness::{DueJob, SilentJob};
 use store::{Actor, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -22,11 +26,17 @@ pub struct Watchdog {
     pub silence: Duration,
     /// What stops the runner of a job the watchdog failed.
     pub executor: Arc<dyn Executor>,
+    /// The deadlines and the cancel cool-off.
+    pub limits: JobLimits,
 }
+
+/// How often the watchdog looks, at most: a deadline or a force-cancel is acted on within
+/// about this long.
+const MAX_EVERY: Duration = Duration::from_secs(1);
 
 impl Watchdog {
     pub async fn run(self, cancel: CancellationToken) {
-        let every = (self.silence / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let every = (self.silence / 4).clamp(Duration::from_millis(100), MAX_EVERY);
         lease::every(&self.pool, "watchdog", &cancel, every, || self.sweep()).await;
     }
 
@@ -40,7 +50,74 @@ impl Watchdog {
             }
             store::liveness::forget(&self.pool, silent.vm, silent.job).await?;
         }
+        for due in store::liveness::due(&self.pool, &self.limits).await? {
+            self.enforce(&due).await?;
+        }
         Ok(failed)
+    }
+
+    /// Cancels a job past its deadline, forces it off after the cool-off, and kills the
+    /// runner of a job that ended forced.
+    async fn enforce(&self, due: &DueJob) -> Result<(), store::StoreError> {
+        let DueJob { vm, job, .. } = due;
+        let (state, _) = store::load::<Provisioning>(&self.pool, &vm.to_string()).await?;
+        let lifecycle = state.lifecycle();
+        let Some(active) = lifecycle.active_job.filter(|j| j.id == *job) else {
+            // Over: killed if it was forced off (its runner may run on), else a leftover.
+            if due.stop_requested || lifecycle.ended_job(*job).is_some_and(|e| e.forced) {
+                self.stop(due).await;
+            }
+            store::liveness::forget(&self.pool, *vm, *job).await?;
+            return Ok(());
+        };
+        let now = time::OffsetDateTime::now_utc();
+        let command = match lifecycle.cancel {
+            None => {
+                let deadline = self.limits.deadline(active.action).as_secs();
+                ProvisioningCommand::CancelJob {
+                    job_id: *job,
+                    reason: format!(
+                        "the {} job ran past its deadline of {deadline} s",
+                        active.action.as_str()
+                    ),
+                    at: now,
+                    deadline: true,
+                }
+            }
+            Some(_) => ProvisioningCommand::ForceCancelJob {
+                job_id: *job,
+                at: now,
+                cool_off: self.limits.cancel_cooloff,
+            },
+        };
+        let forcing = matches!(command, ProvisioningCommand::ForceCancelJob { .. });
+        let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
+        match store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await {
+            Ok(_) if forcing => {
+                tracing::warn!(%vm, %job, "a job that did not stop after its cancel was forced off");
+                self.stop(due).await;
+                store::liveness::forget(&self.pool, *vm, *job).await?;
+            }
+            Ok(_) => tracing::warn!(%vm, %job, "a job ran past its deadline: cancelled"),
+            // Still in its cool-off, or it moved on meanwhile: next time.
+            Err(store::CommandError::Rejected(
+                ProvisioningError::CoolingOff { .. } | ProvisioningError::JobNotActive(_),
+            )) => {}
+            Err(e) => tracing::warn!(%vm, %job, error = %e, "could not enforce the job's deadline"),
+        }
+        Ok(())
+    }
+
+    async fn stop(&self, due: &DueJob) {
+        let DueJob { vm, job, runner, .. } = due;
+        match runner {
+            Some(runner) => {
+                if let Err(e) = self.executor.stop(runner).await {
+                    tracing::error!(%vm, %job, %runner, error = %e, "could not stop the runner");
+                }
+            }
+            None => tracing::warn!(%vm, %job, "the job's runner was never recorded: nothing to stop"),
+        }
     }
 
     /// Fails the job if it still runs; whether it did.

@@ -51,11 +51,16 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     // First of all: a signal from now on stops Terraform cleanly instead of the runner.
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
     let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
-    if active::job_is_active(&bus, &config).await == Some(false) {
-        // Failed (by the watchdog) or ended meanwhile: nothing to run, nothing to report.
-        return Ok(Ran::Skipped);
+    let _following = active::follow_cancels(&bus, &config, interrupts.clone()).await;
+    match active::job_status(&bus, &config).await {
+        // Failed (by the watchdog), cancelled or ended meanwhile: nothing to run, nothing
+        // to report.
+        Some(status) if !status.active => return Ok(Ran::Skipped),
+        // Cancelled once claimed: Terraform is not started, the job ends cancelled.
+        Some(status) if status.cancel => interrupts.cancel("the job was cancelled before it ran"),
+        _ => {}
     }
-    let _beating = heartbeat::start(&bus, &config);
+    let _beating = heartbeat::start(&bus, &config, interrupts.clone());
     let mut out = Reporter {
         publisher: publish::RetryingPublisher::new(bus.jetstream.clone(), 64, config.publish_retry),
         interrupts,

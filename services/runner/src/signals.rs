@@ -57,6 +57,19 @@ impl Interrupts {
         Ok(interrupts)
     }
 
+    /// A cancel of the job (from the daemon, not a signal): Terraform gets one interrupt,
+    /// unless a stop was asked for already; no further Terraform command is started.
+    pub(crate) fn cancel(&self, why: &str) {
+        if self.inner.received.fetch_add(1, Ordering::SeqCst) > 0 {
+            return;
+        }
+        let child = *self.inner.child.lock().unwrap_or_else(|e| e.into_inner());
+        tracing::warn!(why, "stopping: asking terraform to stop and reporting what it prints");
+        if let Some(pid) = child {
+            interrupt(pid);
+        }
+    }
+
     /// Whether a stop was asked for: no further Terraform command is started.
     pub(crate) fn stopping(&self) -> bool {
         self.inner.received.load(Ordering::SeqCst) > 0

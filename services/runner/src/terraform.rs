@@ -176,7 +176,7 @@ async fn stream(
 ) -> Result<i32, RunnerError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     if out.interrupts.stopping() {
-        let message = "stopped by a signal before terraform started".to_owned();
+        let message = "stopped (by a signal or a cancel) before terraform started".to_owned();
         diagnostics.push(Diagnostic {
             severity: Severity::Error,
             summary: message.clone(),

@@ -1,7 +1,7 @@
 //! When each claimed or running job last showed a sign of life (`job_liveness`): the
 //! dispatcher's claim, then every runner message. The watchdog judges silence from here.
 
-use domain::provisioning::{JobId, VmId};
+use domain::provisioning::{JobAction, JobId, JobLimits, VmId};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -16,6 +16,74 @@ pub async fn touch(pool: &PgPool, vm: VmId, job: JobId) -> Result<(), sqlx::Erro
     .execute(pool)
     .await?;
     Ok(())
+}
+
+/// A dispatcher claimed the job (to run `action`): its deadline counts from now.
+pub async fn claim(
+    pool: &PgPool,
+    vm: VmId,
+    job: JobId,
+    action: JobAction,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO job_liveness (vm_id, job_id, action) VALUES ($1, $2, $3)
+         ON CONFLICT (vm_id, job_id) DO UPDATE
+         SET last_seen = now(), claimed_at = now(), action = $3",
+    )
+    .bind(vm.as_uuid())
+    .bind(i64::from(job.get()))
+    .bind(action.as_str())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A force-cancel ended the job: its runner is to be killed.
+pub async fn request_stop(pool: &PgPool, vm: VmId, job: JobId) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE job_liveness SET stop_requested = true WHERE vm_id = $1 AND job_id = $2",
+    )
+    .bind(vm.as_uuid())
+    .bind(i64::from(job.get()))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A job that needs the watchdog's hand: past its deadline, or ended by a force-cancel
+/// with its runner maybe still running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueJob {
+    pub vm: VmId,
+    pub job: JobId,
+    pub runner: Option<String>,
+    pub stop_requested: bool,
+}
+
+/// The jobs past their action's deadline, or whose runner is to be stopped.
+pub async fn due(pool: &PgPool, limits: &JobLimits) -> Result<Vec<DueJob>, sqlx::Error> {
+    let rows: Vec<(Uuid, i64, Option<String>, bool)> = sqlx::query_as(
+        "SELECT vm_id, job_id, runner, stop_requested FROM job_liveness
+         WHERE stop_requested
+            OR (action = 'create' AND claimed_at < now() - make_interval(secs => $1))
+            OR (action = 'destroy' AND claimed_at < now() - make_interval(secs => $2))
+            OR (action = 'refresh' AND claimed_at < now() - make_interval(secs => $3))
+         ORDER BY claimed_at",
+    )
+    .bind(limits.create.as_secs_f64())
+    .bind(limits.destroy.as_secs_f64())
+    .bind(limits.refresh.as_secs_f64())
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(vm, job, runner, stop_requested)| DueJob {
+            vm: VmId::from(vm),
+            job: JobId::new(u32::try_from(job).unwrap_or_default()),
+            runner,
+            stop_requested,
+        })
+        .collect())
 }
 
 /// Records the executor's name of the job's runner, once it started.

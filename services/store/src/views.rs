@@ -20,13 +20,16 @@ pub struct VmRow {
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
     pub last_sequence: i64,
-    /// The job the VM waits for, if any (from the folded view).
+    /// The job the VM runs or is about to run, if any (from the folded view).
     pub active_job: Option<sqlx::types::Json<domain::provisioning::ActiveJob>>,
+    /// The jobs waiting behind it, in order.
+    pub waiting: sqlx::types::Json<Vec<domain::provisioning::WaitingJob>>,
 }
 
 const COLUMNS: &str =
     "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
-     NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job";
+     NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
+     COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))
@@ -42,6 +45,18 @@ pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<VmRow>, sqlx::Error> 
     .bind(limit)
     .fetch_all(pool)
     .await
+}
+
+/// The folded view of a VM as the read model has it: its jobs with who and when.
+pub async fn view(pool: &PgPool, vm: VmId) -> Result<Option<VmView>, sqlx::Error> {
+    let state: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT state FROM vm_views WHERE id = $1")
+            .bind(vm.as_uuid())
+            .fetch_optional(pool)
+            .await?;
+    state
+        .map(|s| serde_json::from_value(s).map_err(|e| sqlx::Error::Decode(Box::new(e))))
+        .transpose()
 }
 
 /// The folded view of a VM, to continue folding from; locked until the transaction ends.
@@ -151,6 +166,26 @@ pub async fn logs(
     .bind(vm.as_uuid())
     .bind(after.0)
     .bind(after.1)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The lines of one job of a VM after line `after`, in order, at most `limit`.
+pub async fn job_logs(
+    pool: &PgPool,
+    vm: VmId,
+    job: i32,
+    after: i32,
+    limit: i64,
+) -> Result<Vec<LogRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT job_id, line, level, kind, message, recorded_at FROM vm_logs
+         WHERE vm_id = $1 AND job_id = $2 AND line > $3 ORDER BY line LIMIT $4",
+    )
+    .bind(vm.as_uuid())
+    .bind(job)
+    .bind(after)
     .bind(limit)
     .fetch_all(pool)
     .await

@@ -73,16 +73,18 @@ pub async fn list_vm_logs(
     }
     let after = (query.after_job.unwrap_or(0), query.after_line.unwrap_or(0));
     let rows = store::views::logs(&state.pool, vm, after, limit(query.limit)).await?;
-    Ok(Json(
-        rows.into_iter()
-            .map(|r| LogOut {
-                job_id: r.job_id,
-                line: r.line,
-                level: r.level,
-                message: r.message,
-                kind: r.kind,
-                recorded_at: r.recorded_at,
-            })
-            .collect(),
-    ))
+    Ok(Json(rows.into_iter().map(LogOut::from).collect()))
+}
+
+impl From<store::views::LogRow> for LogOut {
+    fn from(r: store::views::LogRow) -> Self {
+        LogOut {
+            job_id: r.job_id,
+            line: r.line,
+            level: r.level,
+            message: r.message,
+            kind: r.kind,
+            recorded_at: r.recorded_at,
+        }
+    }
 }

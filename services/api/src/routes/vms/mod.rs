@@ -1,22 +1,27 @@
 //! `/api/v1/vms`: requesting, reading, destroying and watching VMs.
 
+mod actions;
 mod create;
 mod destroy;
 mod history;
+mod jobs;
 mod read;
 mod stream;
 
+pub use actions::*;
 pub use create::*;
 pub use destroy::*;
 pub use history::*;
+pub use jobs::*;
 pub use read::*;
 pub use stream::*;
 
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use domain::provisioning::{
     ActiveJob, Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId, VmSpec,
+    WaitingJob,
 };
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -33,6 +38,13 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms/{id}/events", get(list_vm_events))
         .route("/vms/{id}/logs", get(list_vm_logs))
         .route("/vms/{id}/stream", get(stream_vm))
+        .route("/vms/{id}/retry", post(retry_vm))
+        .route("/vms/{id}/refresh", post(refresh_vm))
+        .route("/vms/{id}/jobs", get(list_vm_jobs))
+        .route("/vms/{id}/jobs/{job}", get(get_vm_job))
+        .route("/vms/{id}/jobs/{job}/logs", get(list_vm_job_logs))
+        .route("/vms/{id}/jobs/{job}/cancel", post(cancel_vm_job))
+        .route("/vms/{id}/jobs/{job}/force-cancel", post(force_cancel_vm_job))
         .route_layer(axum::middleware::from_fn_with_state(
             state,
             crate::answers::wait_for_min_position,
@@ -61,33 +73,45 @@ pub struct VmOut {
     pub updated_at: OffsetDateTime,
     /// Why the last job failed, as Terraform said it.
     pub last_error: Option<String>,
-    /// The job the VM waits for: none once it ended.
-    pub job: Option<JobOut>,
+    /// The job the VM runs or is about to run: none when no job is to come.
+    pub job: Option<JobSummary>,
+    /// The jobs waiting behind `job`, in the order they will run.
+    pub queue: Vec<JobSummary>,
 }
 
-/// A VM's current job.
+/// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct JobOut {
+pub struct JobSummary {
     /// The job's number within its VM, from 1.
     pub id: u32,
-    /// `apply` or `destroy`.
+    /// `create`, `destroy` or `refresh`.
     pub action: String,
-    /// `queued`: waiting in the job queue for a free runner (the dispatcher runs at most
-    /// `PROVISIONING_MAX_RUNNERS` at once, in order); `running`: a dispatcher claimed it and
-    /// its runner started.
+    /// `queued`: waiting behind the VM's running job, or in the job queue for a free runner
+    /// (the dispatcher runs at most `PROVISIONING_MAX_RUNNERS` at once, in order);
+    /// `running`: a dispatcher claimed it and its runner starts or runs.
     pub state: String,
+    /// A cancel was asked: its Terraform was interrupted and the job ends soon.
+    pub cancel_requested: bool,
 }
 
-impl From<&ActiveJob> for JobOut {
+impl From<&ActiveJob> for JobSummary {
     fn from(job: &ActiveJob) -> Self {
-        JobOut {
+        JobSummary {
             id: job.id.get(),
             action: job.action.as_str().to_owned(),
-            state: match job.dispatched || job.started {
-                true => "running",
-                false => "queued",
-            }
-            .to_owned(),
+            state: job.state().as_str().to_owned(),
+            cancel_requested: job.cancel_requested,
+        }
+    }
+}
+
+impl From<&WaitingJob> for JobSummary {
+    fn from(job: &WaitingJob) -> Self {
+        JobSummary {
+            id: job.id.get(),
+            action: job.action.as_str().to_owned(),
+            state: "queued".to_owned(),
+            cancel_requested: false,
         }
     }
 }
@@ -104,7 +128,8 @@ impl From<store::views::VmRow> for VmOut {
             created_at: row.created_at,
             updated_at: row.updated_at,
             last_error: row.last_error,
-            job: row.active_job.as_ref().map(|job| JobOut::from(&job.0)),
+            job: row.active_job.as_ref().map(|job| JobSummary::from(&job.0)),
+            queue: row.waiting.0.iter().map(JobSummary::from).collect(),
         }
     }
 }
@@ -144,7 +169,8 @@ fn vm_out(
         created_at,
         updated_at,
         last_error: lifecycle.last_error.clone(),
-        job: lifecycle.active_job.as_ref().map(JobOut::from),
+        job: lifecycle.active_job.as_ref().map(JobSummary::from),
+        queue: lifecycle.waiting.iter().map(JobSummary::from).collect(),
     }
 }
 
@@ -202,6 +228,37 @@ async fn run(
             position: committed.last_position(),
         }
     }))
+}
+
+/// Runs a user's command on VM `id` and answers with the VM as the command left it (with
+/// the position of its last event); a retry with the same `Idempotency-Key` gets the first
+/// answer. `what` names the request in the key's fingerprint (`POST /api/v1/vms/{id}/retry`).
+async fn command_vm(
+    state: &AppState,
+    id: &str,
+    what: impl Fn(VmId) -> String,
+    command: ProvisioningCommand,
+    request_id: &crate::RequestId,
+    key: Option<String>,
+) -> Result<Answered, ApiError> {
+    let vm = parse_id(id)?;
+    let fingerprint = what(vm);
+    if let Some(key) = &key {
+        if let Some(kept) = crate::answers::kept_answer(state, key, &fingerprint).await? {
+            return Ok(kept);
+        }
+    }
+    // When the VM was requested: the answer shows it, as the read model does.
+    let first = store::projected::requested(&state.pool, vm)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
+    let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
+    let metadata = crate::routes::metadata(request_id);
+    match run(state, vm, command, &metadata, key, Some(first.first_at)).await {
+        Ok(Some(answer)) => Ok(answer),
+        Ok(None) => answered_meanwhile(state, key).await,
+        Err(e) => Err(crate::error::vm_command_failed(vm, e)),
+    }
 }
 
 /// The answer kept under `key` by a concurrent request with the same key, which committed
