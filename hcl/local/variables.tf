@@ -16,3 +16,9 @@ variable "flavor_name" {
   }
 }
 
+
+variable "address_epoch" {
+  description = "Not set by the platform: a change made outside Terraform (TF_VAR_address_epoch) that moves the VM's address, for refresh."
+  type        = number
+  default     = 0
+}

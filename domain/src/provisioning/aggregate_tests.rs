@@ -338,7 +338,13 @@ fn destroying_a_vm_with_a_running_job_waits_behind_that_job() {
         .when(ProvisioningCommand::RequestDestroy)
         .then_expect_events(vec![ProvisioningEvent::DestroyRequested, waiting.clone()]);
     Given::with(())
-        .given([applying(), vec![ProvisioningEvent::DestroyRequested, waiting]].concat())
+        .given(
+            [
+                applying(),
+                vec![ProvisioningEvent::DestroyRequested, waiting],
+            ]
+            .concat(),
+        )
         .when(finish(1, outcome(0, outputs_with_ip())))
         .then_expect_events(vec![applied(), queued(2, JobAction::Destroy)]);
 }

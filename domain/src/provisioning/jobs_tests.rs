@@ -56,8 +56,10 @@ fn cancelled(n: u32, action: JobAction, exit_code: Option<i32>, forced: bool) ->
         job_id: job(n),
         action,
         reason: match forced {
-            true => "cancelled by admin; it did not stop within 10 s of its cancel and was forced off"
-                .into(),
+            true => {
+                "cancelled by admin; it did not stop within 10 s of its cancel and was forced off"
+                    .into()
+            }
             false => "cancelled by admin".into(),
         },
         exit_code,
@@ -80,7 +82,10 @@ fn failed_create() -> Vec<ProvisioningEvent> {
 fn refreshing() -> Vec<ProvisioningEvent> {
     [
         provisioned(),
-        vec![queued(2, JobAction::Refresh), started(2, JobAction::Refresh)],
+        vec![
+            queued(2, JobAction::Refresh),
+            started(2, JobAction::Refresh),
+        ],
     ]
     .concat()
 }
@@ -349,7 +354,11 @@ fn the_status_shows_the_outcome_and_the_jobs_to_come() {
     for event in refreshing() {
         vm.apply(event);
     }
-    assert_eq!(vm.status(), VmStatus::Provisioned, "a refresh leaves the status");
+    assert_eq!(
+        vm.status(),
+        VmStatus::Provisioned,
+        "a refresh leaves the status"
+    );
     let failed_refresh = ProvisioningEvent::Failed {
         job_id: job(2),
         action: JobAction::Refresh,

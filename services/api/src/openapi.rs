@@ -13,6 +13,8 @@ use crate::AppState;
         health::get_health, health::get_ready,
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
         vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
+        vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,
+        vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,

@@ -126,18 +126,11 @@ impl Config {
             runner_bin,
             tf_backend_url: tf_backend_url.into(),
             json_logs: var("PROVISIONING_LOG_FORMAT").as_deref() == Some("json"),
-            job_silence: match var("PROVISIONING_JOB_SILENCE_SECS") {
-                None => std::time::Duration::from_secs(1800),
-                Some(secs) => match secs.parse::<u64>() {
-                    Ok(secs) if secs > 0 => std::time::Duration::from_secs(secs),
-                    _ => {
-                        return Err(ConfigError {
-                            name: "PROVISIONING_JOB_SILENCE_SECS",
-                            reason: "must be a number of seconds above 0".into(),
-                        })
-                    }
-                },
-            },
+            job_silence: positive_secs(
+                &var,
+                "PROVISIONING_JOB_SILENCE_SECS",
+                std::time::Duration::from_secs(1800),
+            )?,
             job_limits: job_limits(&var)?,
             credentials_file: match (
                 var("PROVISIONING_CREDENTIALS_FILE"),
@@ -172,21 +165,30 @@ impl Config {
     }
 }
 
-/// The job deadlines and the cancel cool-off, each in seconds above 0.
-fn job_limits(
-    var: &impl Fn(&str) -> Option<String>,
-) -> Result<domain::provisioning::JobLimits, ConfigError> {
-    let defaults = domain::provisioning::JobLimits::default();
-    let secs = |name: &'static str, default: std::time::Duration| match var(name) {
+/// The variable `name` in seconds above 0, or `default` when it is unset.
+fn positive_secs(
+    var: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: std::time::Duration,
+) -> Result<std::time::Duration, ConfigError> {
+    match var(name) {
         None => Ok(default),
-        Some(secs) => match secs.parse::<u64>() {
+        Some(v) => match v.parse::<u64>() {
             Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
             _ => Err(ConfigError {
                 name,
                 reason: "must be a number of seconds above 0".into(),
             }),
         },
-    };
+    }
+}
+
+/// The job deadlines and the cancel cool-off, each in seconds above 0.
+fn job_limits(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<domain::provisioning::JobLimits, ConfigError> {
+    let defaults = domain::provisioning::JobLimits::default();
+    let secs = |name, default| positive_secs(var, name, default);
     Ok(domain::provisioning::JobLimits {
         create: secs("PROVISIONING_DEADLINE_CREATE", defaults.create)?,
         destroy: secs("PROVISIONING_DEADLINE_DESTROY", defaults.destroy)?,
@@ -238,16 +240,7 @@ fn nats_replicas(var: &dyn Fn(&str) -> Option<String>) -> Result<usize, ConfigEr
 /// `PROVISIONING_DB_STATEMENT_TIMEOUT_SECS` and
 /// `PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS`, over the defaults.
 fn db_limits(var: &dyn Fn(&str) -> Option<String>) -> Result<store::SessionLimits, ConfigError> {
-    let secs = |name: &'static str, default: std::time::Duration| match var(name) {
-        None => Ok(default),
-        Some(v) => match v.parse::<u64>() {
-            Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
-            _ => Err(ConfigError {
-                name,
-                reason: "must be a number of seconds above 0".into(),
-            }),
-        },
-    };
+    let secs = |name, default| positive_secs(var, name, default);
     let defaults = store::SessionLimits::default();
     Ok(store::SessionLimits {
         statement_timeout: secs(

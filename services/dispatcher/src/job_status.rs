@@ -64,11 +64,7 @@ fn parse(subject: &str) -> Option<(VmId, JobId)> {
 }
 
 /// Whether the job is active, and whether a cancel was asked of it.
-async fn status(
-    pool: &PgPool,
-    vm: VmId,
-    job: JobId,
-) -> Result<(bool, bool), store::StoreError> {
+async fn status(pool: &PgPool, vm: VmId, job: JobId) -> Result<(bool, bool), store::StoreError> {
     let (state, _) = store::load::<Provisioning>(pool, &vm.to_string()).await?;
     let active = state.lifecycle().active_job.filter(|j| j.id == job);
     Ok((active.is_some(), active.is_some_and(|j| j.cancel_requested)))

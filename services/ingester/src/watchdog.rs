@@ -109,14 +109,18 @@ impl Watchdog {
     }
 
     async fn stop(&self, due: &DueJob) {
-        let DueJob { vm, job, runner, .. } = due;
+        let DueJob {
+            vm, job, runner, ..
+        } = due;
         match runner {
             Some(runner) => {
                 if let Err(e) = self.executor.stop(runner).await {
                     tracing::error!(%vm, %job, %runner, error = %e, "could not stop the runner");
                 }
             }
-            None => tracing::warn!(%vm, %job, "the job's runner was never recorded: nothing to stop"),
+            None => {
+                tracing::warn!(%vm, %job, "the job's runner was never recorded: nothing to stop")
+            }
         }
     }
 

@@ -52,7 +52,10 @@ pub(crate) async fn ask(bus: &Bus, vm: VmId, job: JobId) -> Option<JobStatus> {
             let answer: serde_json::Value = serde_json::from_slice(&answer.payload).ok()?;
             Some(JobStatus {
                 active: answer.get("active")?.as_bool()?,
-                cancel: answer.get("cancel").and_then(|c| c.as_bool()).unwrap_or(false),
+                cancel: answer
+                    .get("cancel")
+                    .and_then(|c| c.as_bool())
+                    .unwrap_or(false),
             })
         }
         Ok(Err(e)) => {
@@ -73,9 +76,11 @@ pub(crate) async fn follow_cancels(
     config: &RunnerConfig,
     interrupts: Interrupts,
 ) -> Option<Following> {
-    let subject = bus
-        .subjects
-        .event("Provisioning", &config.vm_id.to_string(), "JobCancelRequested");
+    let subject = bus.subjects.event(
+        "Provisioning",
+        &config.vm_id.to_string(),
+        "JobCancelRequested",
+    );
     let mut events = match bus.client.subscribe(subject).await {
         Ok(events) => events,
         Err(e) => {

@@ -33,7 +33,10 @@ pub(crate) fn start(bus: &Bus, config: &RunnerConfig, interrupts: Interrupts) ->
             if let Err(e) = bus.publish_runner_message(&message).await {
                 tracing::warn!(error = %e, "could not send a heartbeat");
             }
-            if crate::active::ask(&bus, vm_id, job_id).await.is_some_and(|s| s.cancel) {
+            if crate::active::ask(&bus, vm_id, job_id)
+                .await
+                .is_some_and(|s| s.cancel)
+            {
                 interrupts.cancel("a cancel was asked of the job");
             }
         }

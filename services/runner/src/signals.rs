@@ -64,7 +64,10 @@ impl Interrupts {
             return;
         }
         let child = *self.inner.child.lock().unwrap_or_else(|e| e.into_inner());
-        tracing::warn!(why, "stopping: asking terraform to stop and reporting what it prints");
+        tracing::warn!(
+            why,
+            "stopping: asking terraform to stop and reporting what it prints"
+        );
         if let Some(pid) = child {
             interrupt(pid);
         }

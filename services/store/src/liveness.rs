@@ -40,13 +40,11 @@ pub async fn claim(
 
 /// A force-cancel ended the job: its runner is to be killed.
 pub async fn request_stop(pool: &PgPool, vm: VmId, job: JobId) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE job_liveness SET stop_requested = true WHERE vm_id = $1 AND job_id = $2",
-    )
-    .bind(vm.as_uuid())
-    .bind(i64::from(job.get()))
-    .execute(pool)
-    .await?;
+    sqlx::query("UPDATE job_liveness SET stop_requested = true WHERE vm_id = $1 AND job_id = $2")
+        .bind(vm.as_uuid())
+        .bind(i64::from(job.get()))
+        .execute(pool)
+        .await?;
     Ok(())
 }
 

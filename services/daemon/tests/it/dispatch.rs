@@ -125,8 +125,9 @@ async fn a_vm_shows_its_job_queued_until_a_runner_is_free_then_running() {
         .await;
     let queued = Job {
         id: 1,
-        action: "apply".into(),
+        action: "create".into(),
         state: "queued".into(),
+        cancel_requested: false,
     };
     assert_eq!(first.job.as_ref(), Some(&queued), "the create's answer");
     let second = app.create_ok(json!({"name": "second"})).await;

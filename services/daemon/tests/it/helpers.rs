@@ -136,6 +136,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         tf_backend_url: db_url.into(),
         json_logs: false,
         job_silence: std::time::Duration::from_secs(1800),
+        job_limits: Default::default(),
         credentials_file: None,
         max_runners: 4,
         runner_publish_retry: runner::DEFAULT_PUBLISH_RETRY,

@@ -9,6 +9,7 @@ mod database;
 mod dispatch;
 mod helpers;
 mod ingester;
+mod jobs;
 mod lifecycle;
 mod load;
 mod outage;

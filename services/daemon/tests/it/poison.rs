@@ -168,6 +168,8 @@ async fn an_event_larger_than_a_nats_message_is_parked_and_later_events_are_publ
         action: JobAction::Create,
         reason: "x".repeat(1_200_000),
         diagnostics: vec![],
+        exit_code: Some(1),
+        forced: false,
     };
     insert_raw(
         &app,

@@ -54,7 +54,7 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
     })
     .await
     .unwrap();
-    // A destroy asked for during the job waits for it: the snapshot remembers the active job.
+    // A destroy asked for during the job waits behind it: the snapshot remembers the queue.
     run(ProvisioningCommand::RequestDestroy).await.unwrap();
     let outcome = JobOutcome {
         exit_code: 0,
@@ -79,7 +79,7 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
     let log_lines = types.iter().filter(|t| *t == "LogLine").count();
     assert_eq!(log_lines, 335, "lines 1..=335, each once");
     assert_eq!(
-        types[types.len() - 3..],
-        ["DestroyRequested", "Applied", "JobQueued"]
+        types[types.len() - 4..],
+        ["DestroyRequested", "JobRequested", "Applied", "JobQueued"]
     );
 }

@@ -18,14 +18,31 @@ pub struct Vm {
     pub updated_at: String,
     pub last_error: Option<String>,
     pub job: Option<Job>,
+    pub queue: Vec<Job>,
 }
 
-/// `JobOut`: the job a VM waits for.
+/// `JobSummary`: the job a VM runs or is about to run, or one waiting behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub id: u32,
     pub action: String,
     pub state: String,
+    pub cancel_requested: bool,
+}
+
+/// `JobOut`: one job of a VM, with who and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobDetail {
+    pub id: u32,
+    pub action: String,
+    pub state: String,
+    pub requested_by: Option<String>,
+    pub queued_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub exit_code: Option<i32>,
+    pub reason: Option<String>,
+    pub cancel_requested_at: Option<String>,
 }
 
 /// `EventOut`: one event of a VM's (or the catalog's) history.

@@ -29,7 +29,15 @@ pub async fn retry_vm(
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("POST /api/v1/vms/{vm}/retry");
-    command_vm(&state, &id, what, ProvisioningCommand::Retry, &request_id, key).await
+    command_vm(
+        &state,
+        &id,
+        what,
+        ProvisioningCommand::Retry,
+        &request_id,
+        key,
+    )
+    .await
 }
 
 /// Reads what the cloud has of the VM (`terraform apply -refresh-only`), after the jobs
@@ -55,5 +63,13 @@ pub async fn refresh_vm(
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("POST /api/v1/vms/{vm}/refresh");
-    command_vm(&state, &id, what, ProvisioningCommand::Refresh, &request_id, key).await
+    command_vm(
+        &state,
+        &id,
+        what,
+        ProvisioningCommand::Refresh,
+        &request_id,
+        key,
+    )
+    .await
 }

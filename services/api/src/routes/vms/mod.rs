@@ -44,7 +44,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms/{id}/jobs/{job}", get(get_vm_job))
         .route("/vms/{id}/jobs/{job}/logs", get(list_vm_job_logs))
         .route("/vms/{id}/jobs/{job}/cancel", post(cancel_vm_job))
-        .route("/vms/{id}/jobs/{job}/force-cancel", post(force_cancel_vm_job))
+        .route(
+            "/vms/{id}/jobs/{job}/force-cancel",
+            post(force_cancel_vm_job),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             state,
             crate::answers::wait_for_min_position,
