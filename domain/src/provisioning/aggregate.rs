@@ -79,6 +79,13 @@ impl Decide for Provisioning {
                     dispatcher,
                 }])
             }
+            ProvisioningCommand::RequeueJob { job_id } => {
+                let job = self.active_job(job_id)?;
+                if job.started || !job.dispatched {
+                    return Err(ProvisioningError::JobTaken(job_id));
+                }
+                Ok(vec![self.queue(job_id, job.action)?])
+            }
             ProvisioningCommand::StartJob { job_id, runner } => {
                 let job = self.active_job(job_id)?;
                 if job.started {

@@ -14,6 +14,9 @@ pub enum ProvisioningCommand {
     /// A dispatcher takes a queued job to start its runner: the claim that makes a second
     /// delivery of the job message, or a second dispatcher, leave it alone.
     ClaimJob { job_id: JobId, dispatcher: String },
+    /// Put a job claimed by a dispatcher that never started its runner (the dispatcher died
+    /// in between) back in the queue, for another claim.
+    RequeueJob { job_id: JobId },
     /// The runner of a job started (from the runner's `started` message).
     StartJob { job_id: JobId, runner: String },
     /// A batch of Terraform lines of one job, written in one transaction.

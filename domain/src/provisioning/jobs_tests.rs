@@ -398,3 +398,24 @@ fn the_status_shows_the_outcome_and_the_jobs_to_come() {
     assert_eq!(vm.status(), VmStatus::Failed);
     assert_eq!(vm.lifecycle().retryable(), Some(JobAction::Create));
 }
+
+#[test]
+fn a_claimed_job_whose_runner_never_started_is_queued_again_once() {
+    let dispatched = ProvisioningEvent::JobDispatched {
+        job_id: job(1),
+        dispatcher: "gone".into(),
+    };
+    let claimed = [requested(), vec![dispatched]].concat();
+    Given::with(())
+        .given(claimed.clone())
+        .when(ProvisioningCommand::RequeueJob { job_id: job(1) })
+        .then_expect_events(vec![queued(1, JobAction::Create)]);
+    Given::with(())
+        .given([claimed, vec![queued(1, JobAction::Create)]].concat())
+        .when(ProvisioningCommand::RequeueJob { job_id: job(1) })
+        .then_expect_error(ProvisioningError::JobTaken(job(1)));
+    Given::with(())
+        .given(applying())
+        .when(ProvisioningCommand::RequeueJob { job_id: job(1) })
+        .then_expect_error(ProvisioningError::JobTaken(job(1)));
+}

@@ -73,7 +73,10 @@ impl VmView {
         use ProvisioningEvent as E;
         let (id, state, exit_code, reason) = match event {
             E::JobRequested { job_id, action } | E::JobQueued { job_id, action, .. } => {
-                if self.job(*job_id).is_none() {
+                if let Some(job) = self.job_mut(*job_id) {
+                    // Queued again: its claim was given up before its runner started.
+                    job.state = JobState::Queued;
+                } else {
                     self.jobs.push(JobRecord {
                         id: *job_id,
                         action: *action,

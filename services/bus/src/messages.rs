@@ -34,9 +34,11 @@ pub struct JobMessage {
 }
 
 impl JobMessage {
-    /// The `Nats-Msg-Id` of the job: the relay may publish it twice, the stream keeps one.
-    pub fn message_id(&self) -> String {
-        format!("job:{}:{}", self.vm_id, self.job_id)
+    /// The `Nats-Msg-Id` of the job queued by the VM's event `sequence`: the relay may
+    /// publish one event twice, the stream keeps one; a job queued again (its claim given
+    /// up) is a new message.
+    pub fn message_id(&self, sequence: u64) -> String {
+        format!("job:{}:{}:{sequence}", self.vm_id, self.job_id)
     }
 }
 

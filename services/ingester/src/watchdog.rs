@@ -2,6 +2,8 @@
 //! host, its Kubernetes pod never started, its messages cannot reach NATS, the daemon died
 //! between claiming the job and starting its runner) is failed, so its VM does not wait for
 //! ever and can be destroyed, and its runner is stopped, so it changes nothing later.
+//! A job claimed by a dispatcher that died before it started the runner (no runner
+//! recorded, nothing heard) is queued again instead, so it runs once on another claim.
 //! Silence is judged from the runner's own messages (a heartbeat every few seconds, every
 //! line, the result), recorded per job by the ingester in `job_liveness`; never from the
 //! read model, which a stalled projector would leave behind.
@@ -134,6 +136,19 @@ impl Watchdog {
             // Waiting for a runner slot again (its claim never happened): the dispatcher
             // records it anew when it claims the job.
             Some(active) if !active.dispatched && !active.started => return Ok(false),
+            // Claimed, but no runner was ever started nor recorded: the dispatcher died in
+            // between. Queued again, it runs on another claim, once.
+            Some(active) if !active.started && runner.is_none() => {
+                tracing::warn!(%vm, %job, "a claimed job never got its runner: queueing it again");
+                let command = ProvisioningCommand::RequeueJob { job_id: *job };
+                let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
+                if let Err(e) =
+                    store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await
+                {
+                    tracing::info!(%vm, %job, error = %e, "the claimed job was not queued again");
+                }
+                return Ok(false);
+            }
             Some(_) => {}
         }
         let reason = format!(

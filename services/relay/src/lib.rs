@@ -167,7 +167,7 @@ fn messages(bus: &Bus, event: &FeedEvent) -> Result<(Outgoing, Option<Outgoing>)
             };
             let subject = bus.subjects.job(&job.spec.provider);
             let payload = serde_json::to_vec(&job).map_err(encode)?;
-            Some((subject, job.message_id(), payload))
+            Some((subject, job.message_id(event.sequence), payload))
         }
         _ => None,
     };

@@ -25,9 +25,6 @@ fn setup(wrapper: &Wrapper) -> Setup {
 }
 
 #[tokio::test]
-#[ignore = "flaky under load: when the kill lands after the dispatcher claimed the job but \
-            before its runner started, the job is failed by the watchdog instead of run again \
-            (retrying a claimed job is the job-control issue's); passed 3 of 4 full runs"]
 async fn a_daemon_killed_after_a_commit_and_before_the_relay_publishes_runs_the_job_once() {
     let started = Instant::now();
     let wrapper = Wrapper::new();

@@ -183,7 +183,7 @@ async fn a_job_delivered_twice_starts_one_runner_and_keeps_its_working_directory
     let mut publisher = bus::Publisher::new(app.bus.jetstream.clone(), 2);
     for copy in ["first", "second"] {
         let subject = app.bus.subjects.job(&job.spec.provider);
-        let id = format!("{}:{copy}", job.message_id());
+        let id = format!("{}:{copy}", job.message_id(2));
         publisher.publish_json(subject, &id, &job).await.unwrap();
         publisher.flush().await.unwrap();
     }
