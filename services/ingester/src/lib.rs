@@ -262,10 +262,13 @@ struct Step {
     messages: Vec<Message>,
 }
 
-/// One job's reports as commands, in order; consecutive lines become one `RecordLogs`,
-/// sorted with their messages, so a split at a gap keeps each line with its message.
+/// One job's reports as commands: its start, then all its lines in the batch as one
+/// `RecordLogs` sorted by line number (with their messages), then its result. Lines are
+/// gathered across the batch, not only when consecutive: a line redelivered after a later
+/// one (both naked together at a gap) must not stay behind it at every redelivery.
 fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
-    let mut steps: Vec<Step> = vec![];
+    let mut starts: Vec<Step> = vec![];
+    let mut results: Vec<Step> = vec![];
     let mut lines: Vec<(Message, LogLineIn)> = vec![];
     for (message, report) in reports {
         let command = match report {
@@ -284,7 +287,14 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                 lines.push((message, line));
                 continue;
             }
-            RunnerReport::Started { runner } => ProvisioningCommand::StartJob { job_id, runner },
+            RunnerReport::Started { runner } => {
+                let command = ProvisioningCommand::StartJob { job_id, runner };
+                starts.push(Step {
+                    command,
+                    messages: vec![message],
+                });
+                continue;
+            }
             // Taken out before (`liveness::take_heartbeat`): nothing to record.
             RunnerReport::Heartbeat { .. } => continue,
             RunnerReport::Result {
@@ -302,14 +312,14 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                 },
             },
         };
-        steps.extend(record_logs(job_id, &mut lines));
-        steps.push(Step {
+        results.push(Step {
             command,
             messages: vec![message],
         });
     }
-    steps.extend(record_logs(job_id, &mut lines));
-    steps
+    starts.extend(record_logs(job_id, &mut lines));
+    starts.extend(results);
+    starts
 }
 
 fn record_logs(job_id: JobId, lines: &mut Vec<(Message, LogLineIn)>) -> Option<Step> {
