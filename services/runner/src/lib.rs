@@ -50,7 +50,7 @@ pub enum Ran {
 pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     // First of all: a signal from now on stops Terraform cleanly instead of the runner.
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
-    let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
+    let bus = Bus::connect_as(&config.nats_url, &config.prefix, &config.nats_auth).await?;
     if active::job_is_active(&bus, &config).await == Some(false) {
         // Failed (by the watchdog) or ended meanwhile: nothing to run, nothing to report.
         return Ok(Ran::Skipped);

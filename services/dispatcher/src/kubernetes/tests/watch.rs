@@ -1,0 +1,1 @@
+//! The watcher and the reconciler against a scripted API server.
