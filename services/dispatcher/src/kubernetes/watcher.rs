@@ -31,7 +31,7 @@ pub struct JobWatcher {
 
 /// The jobs reported already, so that a pod's next state change or the Job's own failure
 /// does not report the same job again (the VM would refuse it, but the log would not).
-type Reported = HashSet<(VmId, JobId)>;
+pub(super) type Reported = HashSet<(VmId, JobId)>;
 
 impl JobWatcher {
     /// Follows the Jobs and pods, and reconciles, until cancelled.
