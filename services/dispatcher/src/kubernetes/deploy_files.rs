@@ -243,9 +243,8 @@ fn the_distributed_roles_run_twice_and_the_runner_may_publish_only_on_runner_sub
     );
     let secret = value("PROVISIONING_K8S_RUNNER_NATS_SECRET").unwrap();
     assert!(
-        text_of(&dir, "nats.yaml").contains(&format!(
-            "secretKeyRef: {{ name: nats-users, key: runner-password }}"
-        )),
+        text_of(&dir, "nats.yaml")
+            .contains("secretKeyRef: { name: nats-users, key: runner-password }"),
         "nats.yaml reads another runner password"
     );
     assert_eq!(secret, "nats-users/runner-password");
