@@ -69,6 +69,7 @@ pub async fn follow<K>(
                 _ = cancel.cancelled() => return,
                 stream = api.watch(&params, &version) => stream,
             };
+            let opened = tokio::time::Instant::now();
             let mut stream = match stream {
                 Ok(stream) => stream.boxed(),
                 Err(e) => {
@@ -115,6 +116,10 @@ pub async fn follow<K>(
             };
             if relist {
                 break;
+            }
+            // A server that ends watches at once is not asked again in a tight loop.
+            if opened.elapsed() < Duration::from_secs(1) && pause(&cancel).await {
+                return;
             }
         }
         if pause(&cancel).await {
