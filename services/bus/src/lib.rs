@@ -5,12 +5,14 @@
 pub use async_nats;
 pub use bytes::Bytes;
 
+mod auth;
 mod consumer;
 mod definitions;
 mod messages;
 mod publisher;
 mod subjects;
 
+pub use auth::{without_credentials, NatsAuth};
 pub use consumer::run_consumer;
 pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
 pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
@@ -53,12 +55,7 @@ impl Bus {
     /// Connects to the servers of `url` (one URL or a comma-separated list), retrying
     /// until one answers.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, async_nats::ConnectError> {
-        let client = async_nats::ConnectOptions::new()
-            .name("provisioning")
-            .retry_on_initial_connect()
-            .connect(server_urls(url))
-            .await?;
-        Ok(Self::new(client, prefix))
+        Self::connect_as(url, prefix, &NatsAuth::Url).await
     }
 
     pub fn new(client: async_nats::Client, prefix: &str) -> Self {

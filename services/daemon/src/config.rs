@@ -6,6 +6,9 @@ use std::path::PathBuf;
 
 use secrecy::SecretString;
 
+mod kubernetes;
+use kubernetes::kubernetes;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub http_addr: SocketAddr,
@@ -254,100 +257,6 @@ fn db_limits(var: &dyn Fn(&str) -> Option<String>) -> Result<store::SessionLimit
     })
 }
 
-/// The Kubernetes executor's settings (`PROVISIONING_EXECUTOR=kubernetes`), or `None` for
-/// the local executor.
-fn kubernetes(
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<dispatcher::KubernetesConfig>, ConfigError> {
-    match var("PROVISIONING_EXECUTOR").as_deref() {
-        None | Some("local") => return Ok(None),
-        Some("kubernetes") => {}
-        Some(_) => {
-            return Err(ConfigError {
-                name: "PROVISIONING_EXECUTOR",
-                reason: "must be local or kubernetes".into(),
-            })
-        }
-    }
-    let image = var("PROVISIONING_K8S_RUNNER_IMAGE").ok_or(ConfigError {
-        name: "PROVISIONING_K8S_RUNNER_IMAGE",
-        reason: "must be set when PROVISIONING_EXECUTOR=kubernetes".into(),
-    })?;
-    let mut k8s = dispatcher::KubernetesConfig::new(image);
-    if let Some(namespace) = var("PROVISIONING_K8S_NAMESPACE") {
-        if namespace.len() > 63
-            || !namespace
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return Err(ConfigError {
-                name: "PROVISIONING_K8S_NAMESPACE",
-                reason: "must be a namespace name: lowercase letters, digits and '-'".into(),
-            });
-        }
-        k8s.namespace = namespace;
-    }
-    let seconds = |name: &'static str| -> Result<Option<u32>, ConfigError> {
-        var(name)
-            .map(|v| {
-                v.parse::<u32>()
-                    .ok()
-                    .filter(|&n| n > 0 && n <= i32::MAX as u32)
-                    .ok_or(ConfigError {
-                        name,
-                        reason: "must be a positive number of seconds".into(),
-                    })
-            })
-            .transpose()
-    };
-    if let Some(ttl) = seconds("PROVISIONING_K8S_JOB_TTL_SECS")? {
-        k8s.job_ttl_secs = ttl as i32;
-    }
-    if let Some(deadline) = seconds("PROVISIONING_K8S_JOB_DEADLINE_SECS")? {
-        k8s.job_deadline_secs = i64::from(deadline);
-    }
-    if let Some(secret) = var("PROVISIONING_K8S_BACKEND_SECRET") {
-        k8s.backend_secret = Some(match secret.split_once('/') {
-            Some((name, key)) if !name.is_empty() && !key.is_empty() && !key.contains('/') => {
-                registry::SecretRef {
-                    name: name.into(),
-                    key: key.into(),
-                }
-            }
-            _ => {
-                return Err(ConfigError {
-                    name: "PROVISIONING_K8S_BACKEND_SECRET",
-                    reason: "must be <secret name>/<key>".into(),
-                })
-            }
-        });
-    }
-    let resources = &mut k8s.resources;
-    for (name, field) in [
-        (
-            "PROVISIONING_K8S_RUNNER_CPU_REQUEST",
-            &mut resources.cpu_request,
-        ),
-        (
-            "PROVISIONING_K8S_RUNNER_CPU_LIMIT",
-            &mut resources.cpu_limit,
-        ),
-        (
-            "PROVISIONING_K8S_RUNNER_MEMORY_REQUEST",
-            &mut resources.memory_request,
-        ),
-        (
-            "PROVISIONING_K8S_RUNNER_MEMORY_LIMIT",
-            &mut resources.memory_limit,
-        ),
-    ] {
-        if let Some(quantity) = var(name) {
-            *field = quantity;
-        }
-    }
-    Ok(Some(k8s))
-}
-
 /// The credential values of the registry's providers: from the encrypted credentials file
 /// if configured, else from this process's environment. With the Kubernetes executor
 /// runners get Secret references instead, and the daemon holds no value.
@@ -431,16 +340,6 @@ mod tests {
         assert!(backend_connection("postgres://tf:%FF@db/s").is_err());
     }
 
-    fn kubernetes_from(
-        vars: &[(&str, &str)],
-    ) -> Result<Option<dispatcher::KubernetesConfig>, ConfigError> {
-        let vars: std::collections::HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        kubernetes(&|name| vars.get(name).cloned())
-    }
-
     #[test]
     fn the_runner_limit_defaults_by_executor_and_can_be_set() {
         let none = |_: &str| None;
@@ -472,68 +371,6 @@ mod tests {
                 nats_replicas(&set(wrong)).unwrap_err().name,
                 "PROVISIONING_NATS_REPLICAS"
             );
-        }
-    }
-
-    #[test]
-    fn the_local_executor_is_the_default() {
-        assert!(kubernetes_from(&[]).unwrap().is_none());
-        assert!(kubernetes_from(&[("PROVISIONING_EXECUTOR", "local")])
-            .unwrap()
-            .is_none());
-        let error = kubernetes_from(&[("PROVISIONING_EXECUTOR", "docker")]).unwrap_err();
-        assert_eq!(error.name, "PROVISIONING_EXECUTOR");
-    }
-
-    #[test]
-    fn the_kubernetes_executor_needs_an_image_and_reads_its_settings() {
-        let error = kubernetes_from(&[("PROVISIONING_EXECUTOR", "kubernetes")]).unwrap_err();
-        assert_eq!(error.name, "PROVISIONING_K8S_RUNNER_IMAGE");
-
-        let k8s = kubernetes_from(&[
-            ("PROVISIONING_EXECUTOR", "kubernetes"),
-            ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
-        ])
-        .unwrap()
-        .unwrap();
-        assert_eq!(k8s.namespace, "default");
-        assert_eq!(k8s.job_ttl_secs, 3600);
-        assert_eq!(k8s.job_deadline_secs, 7200);
-        assert!(k8s.backend_secret.is_none());
-
-        let k8s = kubernetes_from(&[
-            ("PROVISIONING_EXECUTOR", "kubernetes"),
-            ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
-            ("PROVISIONING_K8S_NAMESPACE", "provisioning"),
-            ("PROVISIONING_K8S_JOB_TTL_SECS", "60"),
-            ("PROVISIONING_K8S_JOB_DEADLINE_SECS", "900"),
-            ("PROVISIONING_K8S_BACKEND_SECRET", "tf-backend/password"),
-            ("PROVISIONING_K8S_RUNNER_MEMORY_LIMIT", "2Gi"),
-        ])
-        .unwrap()
-        .unwrap();
-        assert_eq!(k8s.namespace, "provisioning");
-        assert_eq!(k8s.job_ttl_secs, 60);
-        assert_eq!(k8s.job_deadline_secs, 900);
-        let secret = k8s.backend_secret.unwrap();
-        assert_eq!(
-            (secret.name.as_str(), secret.key.as_str()),
-            ("tf-backend", "password")
-        );
-        assert_eq!(k8s.resources.memory_limit, "2Gi");
-
-        for (name, value) in [
-            ("PROVISIONING_K8S_BACKEND_SECRET", "tf-backend"),
-            ("PROVISIONING_K8S_JOB_TTL_SECS", "-1"),
-            ("PROVISIONING_K8S_NAMESPACE", "Not_A_Namespace"),
-        ] {
-            let error = kubernetes_from(&[
-                ("PROVISIONING_EXECUTOR", "kubernetes"),
-                ("PROVISIONING_K8S_RUNNER_IMAGE", "runner:1"),
-                (name, value),
-            ])
-            .unwrap_err();
-            assert_eq!(error.name, name);
         }
     }
 }

@@ -72,6 +72,8 @@ pub struct Application {
     state: api::AppState,
     dispatcher: DispatcherConfig,
     executor: Arc<dyn Executor>,
+    /// The executor again when it is Kubernetes: the dispatcher role watches its Jobs.
+    kubernetes: Option<Arc<KubernetesExecutor>>,
     job_silence: std::time::Duration,
     max_runners: usize,
     cancel: CancellationToken,
@@ -99,15 +101,19 @@ impl Application {
             .kubernetes
             .as_ref()
             .and_then(|k8s| k8s.backend_secret.clone());
-        let executor: Arc<dyn Executor> = match config.kubernetes {
+        let (executor, kubernetes): (Arc<dyn Executor>, _) = match config.kubernetes {
             // The watchdog (with the ingester) stops the runners of the jobs it fails.
             Some(k8s) if roles.dispatcher || roles.ingester => {
-                Arc::new(KubernetesExecutor::connect(k8s).await?)
+                let executor = Arc::new(KubernetesExecutor::connect(k8s).await?);
+                (executor.clone(), Some(executor))
             }
-            _ => Arc::new(LocalExecutor {
-                runner_bin: config.runner_bin,
-                bus: bus.clone(),
-            }),
+            _ => {
+                let local = LocalExecutor {
+                    runner_bin: config.runner_bin,
+                    bus: bus.clone(),
+                };
+                (Arc::new(local), None)
+            }
         };
         let (listener, port) = if roles.api {
             let listener = TcpListener::bind(config.http_addr)
@@ -148,6 +154,7 @@ impl Application {
                 credentials,
             },
             executor,
+            kubernetes,
             job_silence: config.job_silence,
             max_runners: config.max_runners,
             cancel: CancellationToken::new(),
@@ -205,6 +212,15 @@ impl Application {
                 name: dispatcher_name(),
             };
             roles.spawn("dispatcher", dispatcher.run(cancel.clone()));
+            if let Some(kubernetes) = &self.kubernetes {
+                // Reports the jobs whose runner's Job or pod ended in a way it could not
+                // report; its reconciler, those whose Job vanished.
+                let watcher = kubernetes.watcher(
+                    Arc::new(dispatcher::BusFailures(state.bus.clone())),
+                    Arc::new(dispatcher::StoreRunningJobs(state.pool.clone())),
+                );
+                roles.spawn("kubernetes-watcher", watcher.run(cancel.clone()));
+            }
             let (pool, bus) = (state.pool.clone(), state.bus.clone());
             roles.spawn(
                 "job-status",

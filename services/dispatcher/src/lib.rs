@@ -13,7 +13,10 @@ mod workdir;
 
 pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
 pub use job_status::answer_job_status;
-pub use kubernetes::{KubernetesConfig, KubernetesExecutor, RunnerResources};
+pub use kubernetes::{
+    BusFailures, JobFailures, JobWatcher, KubernetesConfig, KubernetesExecutor, RunnerNatsAuth,
+    RunnerResources, RunningJobs, StoreRunningJobs,
+};
 /// How long a runner retries a report when the daemon does not say (`RUNNER_PUBLISH_RETRY_SECS`).
 pub use runner::DEFAULT_PUBLISH_RETRY as DEFAULT_RUNNER_PUBLISH_RETRY;
 pub use workdir::{prepare, WorkdirError};

@@ -10,6 +10,9 @@ use crate::env;
 #[derive(Debug)]
 pub struct RunnerConfig {
     pub nats_url: String,
+    /// Its own NATS user (`NATS_USER` and `NATS_PASSWORD`, or `NATS_CREDS_FILE`), or none
+    /// when the URL says it all (a local runner).
+    pub nats_auth: bus::NatsAuth,
     pub prefix: String,
     pub vm_id: VmId,
     pub job_id: JobId,
@@ -55,6 +58,7 @@ impl RunnerConfig {
             .ok_or_else(|| invalid(env::ACTION, "must be create, destroy or refresh"))?;
         Ok(Self {
             nats_url: var(env::NATS_URL)?,
+            nats_auth: nats_auth(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?,
             prefix: var(env::NATS_PREFIX).unwrap_or_else(|_| "provisioning".into()),
             vm_id: var(env::VM_ID)?
                 .parse()
@@ -97,5 +101,60 @@ impl RunnerConfig {
     /// The Terraform workspace of the VM: its state lives in Postgres under this name.
     pub fn workspace(&self) -> String {
         format!("vm-{}", self.vm_id)
+    }
+}
+
+/// `NATS_USER` with `NATS_PASSWORD`, or `NATS_CREDS_FILE`, or neither.
+fn nats_auth(var: &dyn Fn(&str) -> Option<String>) -> Result<bus::NatsAuth, ConfigError> {
+    let invalid = |name, reason| ConfigError { name, reason };
+    match (
+        var(env::NATS_USER),
+        var(env::NATS_PASSWORD),
+        var(env::NATS_CREDS_FILE),
+    ) {
+        (None, None, None) => Ok(bus::NatsAuth::Url),
+        (Some(user), Some(password), None) => Ok(bus::NatsAuth::UserPassword {
+            user,
+            password: password.into(),
+        }),
+        (None, None, Some(file)) => Ok(bus::NatsAuth::CredentialsFile(file.into())),
+        (_, _, Some(_)) => Err(invalid(
+            env::NATS_CREDS_FILE,
+            "must not be set with NATS_USER or NATS_PASSWORD",
+        )),
+        (None, Some(_), None) => Err(invalid(env::NATS_USER, "must be set with NATS_PASSWORD")),
+        (Some(_), None, None) => Err(invalid(env::NATS_PASSWORD, "must be set with NATS_USER")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(vars: &[(&str, &str)]) -> Result<bus::NatsAuth, ConfigError> {
+        let vars: std::collections::HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        nats_auth(&|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn the_runner_connects_as_its_own_nats_user_when_told_one() {
+        assert!(matches!(auth(&[]), Ok(bus::NatsAuth::Url)));
+        let with_password = auth(&[("NATS_USER", "runner"), ("NATS_PASSWORD", "pw")]);
+        assert!(
+            matches!(with_password, Ok(bus::NatsAuth::UserPassword { user, .. }) if user == "runner")
+        );
+        let with_file = auth(&[("NATS_CREDS_FILE", "/etc/nats/runner.creds")]);
+        assert!(matches!(with_file, Ok(bus::NatsAuth::CredentialsFile(_))));
+        assert!(auth(&[("NATS_USER", "runner")]).is_err());
+        assert!(auth(&[("NATS_PASSWORD", "pw")]).is_err());
+        assert!(auth(&[
+            ("NATS_USER", "runner"),
+            ("NATS_PASSWORD", "pw"),
+            ("NATS_CREDS_FILE", "/f")
+        ])
+        .is_err());
     }
 }

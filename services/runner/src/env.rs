@@ -33,3 +33,9 @@ pub const LOG_FORMAT: &str = "PROVISIONING_LOG_FORMAT";
 /// Seconds between the runner's heartbeats (10 when unset): the watchdog's silence limit
 /// (`PROVISIONING_JOB_SILENCE_SECS`) must be well above it.
 pub const HEARTBEAT_SECS: &str = "RUNNER_HEARTBEAT_SECS";
+/// The runner's own NATS user (with [`NATS_PASSWORD`]), when the URL holds no credentials.
+pub const NATS_USER: &str = "NATS_USER";
+/// The password of [`NATS_USER`]; kept from Terraform.
+pub const NATS_PASSWORD: &str = "NATS_PASSWORD";
+/// A NATS credentials file (user JWT and nkey seed), instead of a user and password.
+pub const NATS_CREDS_FILE: &str = "NATS_CREDS_FILE";

@@ -50,7 +50,7 @@ pub enum Ran {
 pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     // First of all: a signal from now on stops Terraform cleanly instead of the runner.
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
-    let bus = Bus::connect(&config.nats_url, &config.prefix).await?;
+    let bus = Bus::connect_as(&config.nats_url, &config.prefix, &config.nats_auth).await?;
     let _following = active::follow_cancels(&bus, &config, interrupts.clone()).await;
     match active::job_status(&bus, &config).await {
         // Failed (by the watchdog), cancelled or ended meanwhile: nothing to run, nothing

@@ -18,6 +18,7 @@ fn terraform(config: &RunnerConfig) -> Command {
         .env("TF_IN_AUTOMATION", "1")
         .env("CHECKPOINT_DISABLE", "1")
         .env_remove(crate::env::BACKEND_PASSWORD)
+        .env_remove(crate::env::NATS_PASSWORD)
         .stdin(Stdio::null())
         // A group of its own: a terminal's Ctrl-C (or a signal to the runner's group) reaches
         // Terraform only through the runner, once (see `signals`).

@@ -143,3 +143,36 @@ pub async fn silent(
         })
         .collect())
 }
+
+/// A claimed or running job whose runner is known, by the executor's name for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerJob {
+    pub vm: VmId,
+    pub job: JobId,
+    pub runner: String,
+}
+
+/// The jobs whose runner's name starts with `prefix` (`kubernetes:<namespace>/`): what an
+/// executor's reconciler compares with the runners that exist.
+pub async fn with_runner_prefix(
+    pool: &PgPool,
+    prefix: &str,
+) -> Result<Vec<RunnerJob>, sqlx::Error> {
+    // `starts_with`, not LIKE: a prefix holding `_` or `%` means itself.
+    let rows: Vec<(Uuid, i64, String)> = sqlx::query_as(
+        "SELECT vm_id, job_id, runner FROM job_liveness
+         WHERE starts_with(runner, $1)
+         ORDER BY vm_id, job_id",
+    )
+    .bind(prefix)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(vm, job, runner)| RunnerJob {
+            vm: VmId::from(vm),
+            job: JobId::new(u32::try_from(job).unwrap_or_default()),
+            runner,
+        })
+        .collect())
+}

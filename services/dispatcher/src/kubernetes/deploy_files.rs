@@ -213,6 +213,48 @@ fn the_distributed_roles_run_twice_and_the_runner_may_publish_only_on_runner_sub
         publish.trim(),
         r#"publish: ["provisioning.runner.>", "provisioning.control.job_active.>"]"#
     );
+
+    // Runner Jobs connect as that user, with the password NATS reads for it.
+    let dispatcher = roles
+        .iter()
+        .map(|d| {
+            &d.spec
+                .as_ref()
+                .unwrap()
+                .template
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers[0]
+        })
+        .find(|c| c.args.as_deref() == Some(&["dispatcher".to_owned()][..]))
+        .unwrap();
+    let value = |name: &str| {
+        dispatcher
+            .env
+            .iter()
+            .flatten()
+            .find(|v| v.name == name)
+            .and_then(|v| v.value.clone())
+    };
+    assert_eq!(
+        value("PROVISIONING_K8S_RUNNER_NATS_USER").as_deref(),
+        Some("runner")
+    );
+    let secret = value("PROVISIONING_K8S_RUNNER_NATS_SECRET").unwrap();
+    assert!(
+        text_of(&dir, "nats.yaml")
+            .contains("secretKeyRef: { name: nats-users, key: runner-password }"),
+        "nats.yaml reads another runner password"
+    );
+    assert_eq!(secret, "nats-users/runner-password");
+    let secrets = text_of(&dir, "secrets.example.yaml");
+    let nats_users = secrets.split("name: nats-users").nth(1).unwrap();
+    assert!(nats_users.contains("runner-password:"), "{nats_users}");
+}
+
+fn text_of(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap()
 }
 
 #[test]

@@ -6,35 +6,54 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
-    SecurityContext, Volume, VolumeMount,
+    EnvVarSource, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
+    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::ByteString;
 
-use super::KubernetesConfig;
+use domain::provisioning::{JobId, VmId};
+
+use super::{KubernetesConfig, RunnerNatsAuth};
 use crate::{ExecutorError, Launch};
 
 /// Where the ConfigMap (read-only) is mounted; the runner copies it into [`WORKDIR`].
 pub const SOURCE_DIR: &str = "/job";
 /// The runner's working directory: an emptyDir, since Terraform writes `.terraform/` there.
 pub const WORKDIR: &str = "/work";
+/// Where the runner's NATS credentials file is mounted, when it has one.
+pub const NATS_CREDS_DIR: &str = "/etc/provisioning/nats";
+const NATS_CREDS_FILE: &str = "runner.creds";
 /// Terraform needs time to stop cleanly (and release its state lock) when the pod is stopped.
 pub const TERMINATION_GRACE_PERIOD_SECS: i64 = 120;
 
 /// The name of the Job and of its ConfigMap: a DNS-1123 label, unique per (VM, job) since it
 /// holds the whole VM id: `prov-<uuid>-<job>` is at most 5 + 36 + 1 + 10 = 52 characters.
 pub fn name(launch: &Launch) -> String {
-    format!("prov-{}-{}", launch.vm_id, launch.job_id)
+    name_of(launch.vm_id, launch.job_id)
 }
+
+/// [`name`] from the ids alone (a Job's labels).
+pub fn name_of(vm: VmId, job: JobId) -> String {
+    format!("prov-{vm}-{job}")
+}
+
+/// The labels every runner Job (and its pods) carries, as a label selector: what the watcher
+/// and the reconciler list and watch.
+pub const SELECTOR: &str =
+    "app.kubernetes.io/name=provisioning-runner,app.kubernetes.io/part-of=provisioning";
+/// The label holding the VM id of a Job (and of its pods).
+pub const VM_LABEL: &str = "provisioning/vm-id";
+/// The label holding the job number of a Job (and of its pods).
+pub const JOB_LABEL: &str = "provisioning/job";
 
 pub fn labels(launch: &Launch) -> BTreeMap<String, String> {
     [
         ("app.kubernetes.io/name", "provisioning-runner".to_owned()),
         ("app.kubernetes.io/part-of", "provisioning".to_owned()),
-        ("provisioning/vm-id", launch.vm_id.to_string()),
-        ("provisioning/job", launch.job_id.to_string()),
+        (VM_LABEL, launch.vm_id.to_string()),
+        (JOB_LABEL, launch.job_id.to_string()),
         ("provisioning/action", launch.action.as_str().to_owned()),
     ]
     .into_iter()
@@ -56,7 +75,9 @@ pub fn env(
         value_from: None,
     };
     // The daemon's Terraform path means nothing in the runner image, which has it on PATH.
+    // The daemon's NATS URL may hold the daemon's NATS credentials: runners get their own.
     let overridden = [
+        runner::env::NATS_URL,
         runner::env::WORKDIR,
         runner::env::SOURCE_DIR,
         runner::env::NAME,
@@ -68,6 +89,16 @@ pub fn env(
         .filter(|(name, _)| !overridden.contains(&name.as_str()))
         .map(|(name, value)| plain(name, value.clone()))
         .collect();
+    let nats_url = match &config.runner_nats_url {
+        Some(url) => url.clone(),
+        None => launch
+            .env
+            .iter()
+            .find(|(name, _)| name == runner::env::NATS_URL)
+            .map(|(_, url)| bus::without_credentials(url))
+            .unwrap_or_default(),
+    };
+    vars.insert(0, plain(runner::env::NATS_URL, nats_url));
     vars.push(plain(runner::env::WORKDIR, WORKDIR.to_owned()));
     vars.push(plain(runner::env::SOURCE_DIR, SOURCE_DIR.to_owned()));
     vars.push(plain(
@@ -81,20 +112,63 @@ pub fn env(
                 credential.name
             ))
         })?;
-        vars.push(EnvVar {
-            name: credential.name.clone(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret.name.clone(),
-                    key: secret.key.clone(),
-                    optional: Some(false),
-                }),
-                ..Default::default()
-            }),
-        });
+        vars.push(from_secret(&credential.name, secret));
+    }
+    match &config.runner_nats_auth {
+        Some(RunnerNatsAuth::Password { user, password }) => {
+            vars.push(plain(runner::env::NATS_USER, user.clone()));
+            vars.push(from_secret(runner::env::NATS_PASSWORD, password));
+        }
+        Some(RunnerNatsAuth::CredentialsFile(_)) => vars.push(plain(
+            runner::env::NATS_CREDS_FILE,
+            format!("{NATS_CREDS_DIR}/{NATS_CREDS_FILE}"),
+        )),
+        None => {}
     }
     Ok(vars)
+}
+
+fn from_secret(name: &str, secret: &registry::SecretRef) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.name.clone(),
+                key: secret.key.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The volume and mount of the runner's NATS credentials file, when it has one.
+fn nats_creds_volume(config: &KubernetesConfig) -> Option<(Volume, VolumeMount)> {
+    let Some(RunnerNatsAuth::CredentialsFile(secret)) = &config.runner_nats_auth else {
+        return None;
+    };
+    let volume = Volume {
+        name: "nats-creds".into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.name.clone()),
+            items: Some(vec![KeyToPath {
+                key: secret.key.clone(),
+                path: NATS_CREDS_FILE.into(),
+                // The default mode (0644): the runner is not root and the file is root's.
+                mode: None,
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mount = VolumeMount {
+        name: "nats-creds".into(),
+        mount_path: NATS_CREDS_DIR.into(),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    Some((volume, mount))
 }
 
 pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorError> {
@@ -109,24 +183,44 @@ pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorEr
         )
     };
     let resources = &config.resources;
+    let mut volume_mounts = vec![
+        VolumeMount {
+            name: "job".into(),
+            mount_path: SOURCE_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: "work".into(),
+            mount_path: WORKDIR.into(),
+            ..Default::default()
+        },
+    ];
+    let mut volumes = vec![
+        Volume {
+            name: "job".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: name.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "work".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
+    ];
+    if let Some((volume, mount)) = nats_creds_volume(config) {
+        volumes.push(volume);
+        volume_mounts.push(mount);
+    }
     let container = Container {
         name: "runner".into(),
         image: Some(config.runner_image.clone()),
         command: Some(vec!["provisioning-runner".into()]),
         env: Some(env(launch, config, &name)?),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "job".into(),
-                mount_path: SOURCE_DIR.into(),
-                read_only: Some(true),
-                ..Default::default()
-            },
-            VolumeMount {
-                name: "work".into(),
-                mount_path: WORKDIR.into(),
-                ..Default::default()
-            },
-        ]),
+        volume_mounts: Some(volume_mounts),
         resources: Some(ResourceRequirements {
             requests: quantities([
                 ("cpu", &resources.cpu_request),
@@ -159,7 +253,10 @@ pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorEr
         spec: Some(JobSpec {
             backoff_limit: Some(0),
             ttl_seconds_after_finished: Some(config.job_ttl_secs),
-            active_deadline_seconds: Some(config.job_deadline_secs),
+            // At least a second: Kubernetes refuses 0.
+            active_deadline_seconds: Some(
+                i64::try_from(launch.active_deadline.as_secs().max(1)).unwrap_or(i64::MAX),
+            ),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels),
@@ -171,21 +268,7 @@ pub fn job(launch: &Launch, config: &KubernetesConfig) -> Result<Job, ExecutorEr
                     // The runner talks to NATS only, never to the API server.
                     automount_service_account_token: Some(false),
                     containers: vec![container],
-                    volumes: Some(vec![
-                        Volume {
-                            name: "job".into(),
-                            config_map: Some(ConfigMapVolumeSource {
-                                name: name.clone(),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        },
-                        Volume {
-                            name: "work".into(),
-                            empty_dir: Some(EmptyDirVolumeSource::default()),
-                            ..Default::default()
-                        },
-                    ]),
+                    volumes: Some(volumes),
                     ..Default::default()
                 }),
             },

@@ -1,16 +1,29 @@
 //! Runs each job's runner as a batch/v1 Job. The working directory travels in a ConfigMap
-//! owned by the Job; credentials are references to Secrets, never values. A Job that fails
-//! before its runner reports is not noticed yet: that needs a watcher on the Jobs.
+//! owned by the Job; credentials (the runner's NATS user's included) are references to
+//! Secrets, never values. The runner reports over NATS; what it cannot report (its image
+//! will not pull, it was OOM-killed or evicted, its Job failed, ran past its deadline or was
+//! deleted) the [`JobWatcher`] sees on the Jobs and pods and reports for it, and its
+//! reconciler reports the jobs whose Job vanished while nobody watched.
 
+mod conditions;
 #[cfg(test)]
 mod deploy_files;
+mod follow;
 pub(crate) mod manifest;
+mod reporting;
 #[cfg(test)]
 mod tests;
+mod watcher;
+
+pub use reporting::{BusFailures, JobFailures, RunningJobs, StoreRunningJobs};
+pub use watcher::JobWatcher;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
 use crate::{Executor, ExecutorError, Launch};
@@ -23,17 +36,33 @@ pub struct KubernetesConfig {
     pub runner_image: String,
     /// `ttlSecondsAfterFinished`: how long a finished Job (and its pod's logs) stays.
     pub job_ttl_secs: i32,
-    /// `activeDeadlineSeconds`: when a Job still running is stopped.
-    pub job_deadline_secs: i64,
     pub resources: RunnerResources,
     /// The Secret holding the Terraform backend password (`RUNNER_BACKEND_PASSWORD`).
     pub backend_secret: Option<registry::SecretRef>,
+    /// The NATS URL runners get; `None`: the daemon's, without its credentials.
+    pub runner_nats_url: Option<String>,
+    /// Who runners are to NATS; `None`: whoever the URL says (nobody, once stripped).
+    pub runner_nats_auth: Option<RunnerNatsAuth>,
+    /// How often the reconciler compares the running jobs with the Jobs that exist.
+    pub reconcile_every: std::time::Duration,
+}
+
+/// The runners' own NATS user, from a Secret: the Job spec holds a reference, never a value.
+#[derive(Debug, Clone)]
+pub enum RunnerNatsAuth {
+    /// A user (`NATS_USER`) and the Secret key holding its password (`NATS_PASSWORD`).
+    Password {
+        user: String,
+        password: registry::SecretRef,
+    },
+    /// The Secret key holding a NATS credentials file, mounted read-only (`NATS_CREDS_FILE`).
+    CredentialsFile(registry::SecretRef),
 }
 
 impl KubernetesConfig {
     pub const DEFAULT_NAMESPACE: &'static str = "default";
     pub const DEFAULT_JOB_TTL_SECS: i32 = 3600;
-    pub const DEFAULT_JOB_DEADLINE_SECS: i64 = 7200;
+    pub const DEFAULT_RECONCILE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
     /// The defaults, for the given runner image.
     pub fn new(runner_image: impl Into<String>) -> Self {
@@ -41,9 +70,11 @@ impl KubernetesConfig {
             namespace: Self::DEFAULT_NAMESPACE.into(),
             runner_image: runner_image.into(),
             job_ttl_secs: Self::DEFAULT_JOB_TTL_SECS,
-            job_deadline_secs: Self::DEFAULT_JOB_DEADLINE_SECS,
             resources: RunnerResources::default(),
             backend_secret: None,
+            runner_nats_url: None,
+            runner_nats_auth: None,
+            reconcile_every: Self::DEFAULT_RECONCILE_EVERY,
         }
     }
 }
@@ -73,11 +104,109 @@ impl Default for RunnerResources {
 pub struct KubernetesExecutor {
     client: Client,
     config: KubernetesConfig,
+    runners: Runners,
+}
+
+/// The runner Jobs of one namespace, and which of them this process deleted itself, so that
+/// the watcher does not take its own `stop` for a Job deleted by someone else.
+#[derive(Clone)]
+pub(crate) struct Runners {
+    client: Client,
+    namespace: String,
+    stopped: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Runners {
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The Job name of a runner `start` named, if it is one of this namespace.
+    fn job_name<'a>(&self, runner: &'a str) -> Result<&'a str, ExecutorError> {
+        runner
+            .strip_prefix("kubernetes:")
+            .and_then(|rest| rest.strip_prefix(self.namespace.as_str()))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|name| !name.is_empty())
+            .ok_or_else(|| ExecutorError(format!("{runner:?} is not a Job of this executor")))
+    }
+
+    /// Deletes the pods of Job `name` (the Job controller labels them `job-name`) with
+    /// `grace` seconds between SIGTERM and SIGKILL. None left is no error.
+    async fn delete_pods(&self, name: &str, grace: u32) -> Result<(), ExecutorError> {
+        let params = DeleteParams::background().grace_period(grace);
+        let pods = ListParams::default().labels(&format!("job-name={name}"));
+        match self.pods().delete_collection(&params, &pods).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(e) => Err(ExecutorError(format!(
+                "could not delete the pods of Job {}/{name}: {e}",
+                self.namespace
+            ))),
+        }
+    }
+
+    /// Deletes Job `name` with background propagation (the ConfigMap it owns goes too), then
+    /// its pods with `grace` seconds: the garbage collector would give them their own
+    /// grace period. A Job already gone is no error.
+    async fn delete_job(&self, name: &str, grace: u32) -> Result<(), ExecutorError> {
+        self.stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_owned());
+        match self.jobs().delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(e) => {
+                return Err(ExecutorError(format!(
+                    "could not delete Job {}/{name}: {e}",
+                    self.namespace
+                )))
+            }
+        }
+        self.delete_pods(name, grace).await
+    }
+
+    /// Whether this process deleted Job `name`; forgets it (its deletion was seen).
+    fn forget_stopped(&self, name: &str) -> bool {
+        self.stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name)
+    }
 }
 
 impl KubernetesExecutor {
     pub fn new(client: Client, config: KubernetesConfig) -> Self {
-        Self { client, config }
+        let runners = Runners {
+            client: client.clone(),
+            namespace: config.namespace.clone(),
+            stopped: Arc::default(),
+        };
+        Self {
+            client,
+            config,
+            runners,
+        }
+    }
+
+    /// The watcher and reconciler of this executor's Jobs, reporting to `failures` and
+    /// reading the running jobs from `running`.
+    pub fn watcher(
+        &self,
+        failures: Arc<dyn JobFailures>,
+        running: Arc<dyn RunningJobs>,
+    ) -> JobWatcher {
+        JobWatcher {
+            runners: self.runners.clone(),
+            reconcile_every: self.config.reconcile_every,
+            failures,
+            running,
+        }
     }
 
     /// With the client of the environment: in-cluster service account, else `~/.kube/config`.
@@ -153,26 +282,26 @@ impl Executor for KubernetesExecutor {
         Ok(qualified)
     }
 
-    /// Not built yet: a cancel reaches a Kubernetes runner through NATS only.
+    /// Deletes the Job's pods with the pod's grace period: the runner gets SIGTERM, passes
+    /// one interrupt on to Terraform, and reports what it prints before the SIGKILL. The Job
+    /// stays, so that the watcher does not take it for deleted; with `backoffLimit: 0` no
+    /// pod replaces the deleted one. A Job or pod already gone is no error.
+    #[tracing::instrument(skip_all, fields(%runner), err)]
     async fn interrupt(&self, runner: &str) -> Result<(), ExecutorError> {
-        Err(ExecutorError(format!(
-            "{runner}: interrupting a Job is not supported yet"
-        )))
+        let name = self.runners.job_name(runner)?;
+        let grace = manifest::TERMINATION_GRACE_PERIOD_SECS as u32;
+        self.runners.delete_pods(name, grace).await?;
+        tracing::info!(job = %name, "runner pods deleted with a grace period");
+        Ok(())
     }
 
-    /// Deletes the Job with background propagation: its pod (and the ConfigMap it owns) go
-    /// too. A Job already gone is no error.
+    /// Deletes the Job with background propagation, then its pods at once (grace period 0):
+    /// Terraform is killed, as a local runner's is, and Postgres drops its state lock with
+    /// its session. A Job already gone is no error.
+    #[tracing::instrument(skip_all, fields(%runner), err)]
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError> {
-        let prefix = format!("kubernetes:{}/", self.config.namespace);
-        let name = runner
-            .strip_prefix(&prefix)
-            .ok_or_else(|| ExecutorError(format!("{runner:?} is not a Job of this executor")))?;
-        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &self.config.namespace);
-        match jobs.delete(name, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(e) => return Err(ExecutorError(format!("could not delete Job {runner}: {e}"))),
-        }
+        let name = self.runners.job_name(runner)?;
+        self.runners.delete_job(name, 0).await?;
         tracing::info!(job = %name, "runner Job deleted");
         Ok(())
     }

@@ -1,150 +1,13 @@
-//! The executor against a scripted API server (`tower_test`), as kube-rs recommends: each
-//! scenario awaits the calls it expects in order, and a missing call times the test out.
+//! Starting a runner: the Job, then its ConfigMap, and what a redelivery or an error does.
 
 use std::time::Duration;
 
-use domain::provisioning::{JobAction, JobId, VmId};
-use http::{Method, Request, Response, StatusCode};
-use kube::client::Body;
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower_test::mock::{self, Handle};
 
-use super::{KubernetesConfig, KubernetesExecutor};
-use crate::{Executor, Launch, LaunchCredential};
+use super::*;
+use crate::Executor;
 
-type ApiServer = Handle<Request<Body>, Response<Body>>;
-
-const VM: &str = "0b9f4c1e-5a6d-4e2f-9c3b-7d8e1f2a3b4c";
-const NAME: &str = "prov-0b9f4c1e-5a6d-4e2f-9c3b-7d8e1f2a3b4c-3";
-const UID: &str = "5f1d0c9e-1111-2222-3333-444455556666";
-const PLANTED: &str = "planted-credential-value-7f3a";
-const JOBS: &str = "/apis/batch/v1/namespaces/provisioning/jobs";
-const CONFIG_MAPS: &str = "/api/v1/namespaces/provisioning/configmaps";
-
-fn executor() -> (KubernetesExecutor, ApiServer) {
-    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
-    let config = KubernetesConfig {
-        namespace: "provisioning".into(),
-        job_ttl_secs: 600,
-        job_deadline_secs: 1800,
-        ..KubernetesConfig::new("registry.example/provisioning-runner:1")
-    };
-    (KubernetesExecutor::new(client, config), handle)
-}
-
-fn credential(name: &str, secret: Option<(&str, &str)>) -> LaunchCredential {
-    LaunchCredential {
-        name: name.into(),
-        source: Some(format!("DAEMON_{name}")),
-        // What the daemon may hold; the Kubernetes executor must never send it.
-        value: Some(PLANTED.to_owned().into()),
-        secret: secret.map(|(name, key)| registry::SecretRef {
-            name: name.into(),
-            key: key.into(),
-        }),
-    }
-}
-
-pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) -> Launch {
-    std::fs::write(
-        dir.join("main.tf"),
-        "resource \"null_resource\" \"vm\" {}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("backend.tf"),
-        "terraform {\n  backend \"pg\" {}\n}\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("terraform.tfvars.json"), "{\"vm_name\": \"web\"}").unwrap();
-    Launch {
-        vm_id: VM.parse::<VmId>().unwrap(),
-        job_id: JobId::new(3),
-        action: JobAction::Create,
-        env: vec![
-            ("NATS_URL".into(), "nats://nats:4222".into()),
-            (
-                "RUNNER_WORKDIR".into(),
-                "/var/lib/provisioning/jobs/x".into(),
-            ),
-            ("TERRAFORM_BIN".into(), "/usr/bin/terraform".into()),
-            ("RUNNER_PUBLISH_RETRY_SECS".into(), "120".into()),
-            (
-                "RUNNER_SECRET_ENV".into(),
-                "OS_PASSWORD,RUNNER_BACKEND_PASSWORD".into(),
-            ),
-        ],
-        credentials,
-        workdir: dir.to_owned(),
-        active_deadline: std::time::Duration::from_secs(3610),
-    }
-}
-
-pub(super) fn good_credentials() -> Vec<LaunchCredential> {
-    vec![
-        credential("OS_PASSWORD", Some(("nrec", "password"))),
-        credential("RUNNER_BACKEND_PASSWORD", Some(("tf-backend", "password"))),
-    ]
-}
-
-/// Awaits the next call, checks its method and path, and returns its body as JSON.
-async fn expect(
-    server: &mut ApiServer,
-    method: Method,
-    path: &str,
-) -> (
-    Value,
-    String,
-    tower_test::mock::SendResponse<Response<Body>>,
-) {
-    let (request, send) = server
-        .next_request()
-        .await
-        .expect("the service was not called");
-    assert_eq!(request.method(), method);
-    assert_eq!(request.uri().path(), path);
-    let bytes = request.into_body().collect_bytes().await.unwrap();
-    let text = String::from_utf8(bytes.to_vec()).unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap()
-    };
-    (body, text, send)
-}
-
-fn respond(send: tower_test::mock::SendResponse<Response<Body>>, status: StatusCode, body: Value) {
-    send.send_response(
-        Response::builder()
-            .status(status)
-            .body(Body::from(serde_json::to_vec(&body).unwrap()))
-            .unwrap(),
-    );
-}
-
-fn already_exists(kind: &str) -> Value {
-    json!({
-        "kind": "Status", "apiVersion": "v1", "status": "Failure",
-        "message": format!("{kind} \"{NAME}\" already exists"),
-        "reason": "AlreadyExists", "code": 409,
-    })
-}
-
-/// Echoes an object back as created, with a uid.
-fn created(mut object: Value, uid: &str) -> Value {
-    object["metadata"]["uid"] = json!(uid);
-    object
-}
-
-async fn within_a_second<T>(scenario: tokio::task::JoinHandle<T>) -> T {
-    tokio::time::timeout(Duration::from_secs(1), scenario)
-        .await
-        .expect("the scenario timed out: an expected call was not made")
-        .expect("the scenario failed")
-}
-
-/// The first delivery of a job: the Job, then its ConfigMap. Returns both request bodies.
 async fn first_delivery() -> (Result<String, crate::ExecutorError>, Value, Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let (executor, mut server) = executor();
@@ -163,7 +26,6 @@ async fn first_delivery() -> (Result<String, crate::ExecutorError>, Value, Value
     let (job, config_map, texts) = within_a_second(scenario).await;
     (result, job, config_map, texts)
 }
-
 #[tokio::test]
 async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_the_job() {
     let (result, job, config_map, _) = first_delivery().await;
@@ -177,13 +39,14 @@ async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_
         "app.kubernetes.io/part-of": "provisioning",
         "provisioning/vm-id": VM,
         "provisioning/job": "3",
-        "provisioning/action": "apply",
+        "provisioning/action": "create",
     });
     assert_eq!(job["metadata"]["labels"], labels);
     let spec = &job["spec"];
     assert_eq!(spec["backoffLimit"], 0);
     assert_eq!(spec["ttlSecondsAfterFinished"], 600);
-    assert_eq!(spec["activeDeadlineSeconds"], 1800);
+    // The launch's deadline (the action's and the cool-off), not a setting.
+    assert_eq!(spec["activeDeadlineSeconds"], 3610);
     assert_eq!(spec["template"]["metadata"]["labels"], labels);
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
@@ -367,41 +230,13 @@ fn names_are_dns_labels_unique_per_vm_and_job() {
     let dir = tempfile::tempdir().unwrap();
     let mut launch = launch(dir.path(), vec![]);
     launch.job_id = JobId::new(u32::MAX);
-    let name = super::manifest::name(&launch);
+    let name = crate::kubernetes::manifest::name(&launch);
     assert!(name.len() <= 63, "{name}");
     assert!(name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
     assert!(name.starts_with("prov-") && !name.ends_with('-'));
     assert!(name.contains(VM));
-}
-
-#[tokio::test]
-async fn stopping_a_runner_deletes_its_job_in_the_background_and_a_gone_job_is_no_error() {
-    let (executor, mut server) = executor();
-    let path = format!("{JOBS}/{NAME}");
-    let scenario = tokio::spawn(async move {
-        for status in [StatusCode::OK, StatusCode::NOT_FOUND] {
-            let (body, _, send) = expect(&mut server, Method::DELETE, &path).await;
-            assert_eq!(body["propagationPolicy"], "Background");
-            let answer = match status {
-                StatusCode::OK => {
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})
-                }
-                _ => json!({
-                    "kind": "Status", "apiVersion": "v1", "status": "Failure",
-                    "reason": "NotFound", "code": 404,
-                    "message": format!("jobs.batch \"{NAME}\" not found"),
-                }),
-            };
-            respond(send, status, answer);
-        }
-    });
-    let runner = format!("kubernetes:provisioning/{NAME}");
-    executor.stop(&runner).await.unwrap();
-    executor.stop(&runner).await.unwrap();
-    within_a_second(scenario).await;
-    assert!(executor.stop("kubernetes:elsewhere/x").await.is_err());
 }
 
 #[tokio::test]
