@@ -84,6 +84,19 @@ impl Decide for Provisioning {
                 if job.started || !job.dispatched {
                     return Err(ProvisioningError::JobTaken(job_id));
                 }
+                if job.cancel_requested {
+                    // Cancelled before any runner started: it ends as a cancel that stopped
+                    // it (with no exit code), not back in the queue.
+                    let nothing_ran = JobOutcome {
+                        exit_code: -1,
+                        outputs: Default::default(),
+                        diagnostics: vec![],
+                        lines: job.last_line,
+                    };
+                    let mut events = self.finish(job, nothing_ran);
+                    events.extend(self.next_to_run()?);
+                    return Ok(events);
+                }
                 Ok(vec![self.queue(job_id, job.action)?])
             }
             ProvisioningCommand::StartJob { job_id, runner } => {

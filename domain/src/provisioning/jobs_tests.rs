@@ -419,3 +419,15 @@ fn a_claimed_job_whose_runner_never_started_is_queued_again_once() {
         .when(ProvisioningCommand::RequeueJob { job_id: job(1) })
         .then_expect_error(ProvisioningError::JobTaken(job(1)));
 }
+
+#[test]
+fn a_claimed_job_cancelled_before_its_runner_started_ends_cancelled_instead_of_queued_again() {
+    let dispatched = ProvisioningEvent::JobDispatched {
+        job_id: job(1),
+        dispatcher: "gone".into(),
+    };
+    Given::with(())
+        .given([requested(), vec![dispatched, cancel_requested(1, 0, false)]].concat())
+        .when(ProvisioningCommand::RequeueJob { job_id: job(1) })
+        .then_expect_events(vec![cancelled(1, JobAction::Create, None, false)]);
+}

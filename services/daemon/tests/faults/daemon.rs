@@ -296,6 +296,16 @@ impl Daemon {
         vm.id
     }
 
+    /// Runs the VM's failed create or destroy again. Panics unless `202`.
+    pub async fn retry_vm(&self, id: &str) {
+        let response = self
+            .request(reqwest::Method::POST, &format!("/api/v1/vms/{id}/retry"))
+            .send()
+            .await
+            .expect("the API answers");
+        let _: Vm = expect_json(response, 202).await;
+    }
+
     /// Asks for the VM's destruction. Panics unless `202`.
     pub async fn destroy_vm(&self, id: &str) {
         let response = self

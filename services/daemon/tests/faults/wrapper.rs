@@ -48,6 +48,8 @@ while [ "$k" -lt "$count" ]; do
   [ "$pause" = 0 ] || sleep "$pause"
 done
 if [ -e "$DIR/hang" ]; then
+  # Hung for good: an interrupt does not stop it either.
+  trap '' INT
   echo "$$" > "$DIR/hung-$VM"
   sleep 3600
   exit 1

@@ -33,11 +33,14 @@ async fn started_with_lines(db: &TestDb, vm: VmId, logs: u32) {
 async fn a_destroy_queued_by_a_job_that_ends_on_the_snapshot_boundary_can_run() {
     let db = TestDb::new().await;
     let vm = VmId::new();
-    started_with_lines(&db, vm, 95).await; // sequences 1..=98
+    started_with_lines(&db, vm, 94).await; // sequences 1..=97
     let destroy = run(&db.pool, vm, ProvisioningCommand::RequestDestroy)
         .await
         .unwrap();
-    assert_eq!(destroy.sequence, 99, "a destroy waits for the running job");
+    assert_eq!(
+        destroy.sequence, 99,
+        "a destroy waits behind the running job (DestroyRequested, JobRequested)"
+    );
 
     let finish = ProvisioningCommand::FinishJob {
         job_id: JobId::FIRST,
