@@ -7,6 +7,8 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
+log() { echo "test-faults: $*" >&2; }
+
 source deploy/local/prelude.sh
 
 timed "running the fault suite" cargo test -p daemon --test faults --locked "$@"
