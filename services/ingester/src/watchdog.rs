@@ -2,8 +2,9 @@
 //! host, its Kubernetes pod never started, its messages cannot reach NATS, the daemon died
 //! between claiming the job and starting its runner) is failed, so its VM does not wait for
 //! ever and can be destroyed, and its runner is stopped, so it changes nothing later.
-//! A job claimed by a dispatcher that died before it started the runner (no runner
-//! recorded, nothing heard) is queued again instead, so it runs once on another claim.
+//! A claimed job whose runner never started (the dispatcher died before starting it, or
+//! the runner before its first message) is queued again instead, once its recorded runner
+//! is stopped, so it runs once on another claim.
 //! Silence is judged from the runner's own messages (a heartbeat every few seconds, every
 //! line, the result), recorded per job by the ingester in `job_liveness`; never from the
 //! read model, which a stalled projector would leave behind.
@@ -136,10 +137,18 @@ impl Watchdog {
             // Waiting for a runner slot again (its claim never happened): the dispatcher
             // records it anew when it claims the job.
             Some(active) if !active.dispatched && !active.started => return Ok(false),
-            // Claimed, but no runner was ever started nor recorded: the dispatcher died in
-            // between. Queued again, it runs on another claim, once.
-            Some(active) if !active.started && runner.is_none() => {
-                tracing::warn!(%vm, %job, "a claimed job never got its runner: queueing it again");
+            // Claimed, and its runner never said a word (not even that it started): the
+            // dispatcher died before starting it, or the runner died before its first
+            // message. Once no runner of it can run any more (stopped, if one was recorded),
+            // it is queued again and runs on another claim, once.
+            Some(active) if !active.started => {
+                if let Some(runner) = runner {
+                    if let Err(e) = self.executor.stop(runner).await {
+                        tracing::error!(%vm, %job, %runner, error = %e, "could not stop the silent runner; failing the job instead");
+                        return self.fail_lost(silent).await;
+                    }
+                }
+                tracing::warn!(%vm, %job, "a claimed job never started: queueing it again");
                 let command = ProvisioningCommand::RequeueJob { job_id: *job };
                 let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
                 if let Err(e) =
@@ -151,6 +160,12 @@ impl Watchdog {
             }
             Some(_) => {}
         }
+        self.fail_lost(silent).await
+    }
+
+    /// Fails a silent job as lost and stops its runner; whether it did.
+    async fn fail_lost(&self, silent: &SilentJob) -> Result<bool, store::StoreError> {
+        let SilentJob { vm, job, runner } = silent;
         let reason = format!(
             "no word from the job's runner for {} s: it is presumed lost",
             self.silence.as_secs()
