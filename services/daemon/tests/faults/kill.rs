@@ -31,10 +31,16 @@ async fn a_daemon_killed_after_a_commit_and_before_the_relay_publishes_runs_the_
     // The daemon reaches NATS through a proxy that the test stalls: the relay cannot
     // publish what the API committed.
     let proxy = Proxy::start(target_of(&nats_url())).await;
-    let mut daemon = Daemon::start(Setup {
-        nats_url: proxy.url(&nats_url()),
-        ..setup(&wrapper)
-    })
+    // A kill may land after the dispatcher claimed the job and before it started the
+    // runner: the watchdog then queues the job again after this silence (as in the claim
+    // test below), and it runs once.
+    let mut daemon = Daemon::start(
+        Setup {
+            nats_url: proxy.url(&nats_url()),
+            ..setup(&wrapper)
+        }
+        .env("PROVISIONING_JOB_SILENCE_SECS", 15),
+    )
     .await;
     let mut vms = vec![];
     for round in 0..ROUNDS {
