@@ -32,6 +32,9 @@ const BATCH: usize = 500;
 /// The reports of one job in a batch, with the messages that carried them.
 type Reports = Vec<(Message, RunnerReport)>;
 
+/// The steps of each job of one VM in a batch, the jobs in the order they came.
+type VmSteps = (VmId, Vec<(JobId, Vec<Step>)>);
+
 pub struct Ingester {
     pub bus: Bus,
     pub pool: PgPool,
@@ -81,7 +84,7 @@ impl Ingester {
             }
         }
         let heard: Vec<(VmId, JobId)> = jobs.iter().map(|(k, _)| *k).collect();
-        let mut vms: Vec<(VmId, Vec<(JobId, Vec<Step>)>)> = vec![];
+        let mut vms: Vec<VmSteps> = vec![];
         for ((vm, job), reports) in jobs {
             let steps = steps(job, reports);
             match vms.iter_mut().find(|(v, _)| *v == vm) {
@@ -101,11 +104,7 @@ impl Ingester {
     /// The runners are recorded as heard from (`heard`) while the transaction runs, on
     /// another connection: both are round trips, neither needs the other, and a finished
     /// job's liveness is forgotten only after both.
-    async fn ingest_together(
-        &self,
-        vms: Vec<(VmId, Vec<(JobId, Vec<Step>)>)>,
-        heard: &[(VmId, JobId)],
-    ) {
+    async fn ingest_together(&self, vms: Vec<VmSteps>, heard: &[(VmId, JobId)]) {
         let batches = vms
             .iter()
             .map(|(vm, jobs)| store::Batch {

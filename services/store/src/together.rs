@@ -17,6 +17,9 @@ use time::OffsetDateTime;
 use crate::command::write_snapshot;
 use crate::{CommandError, Committed, Metadata, Recorded, StoreError, Stored};
 
+/// One aggregate's part of [`execute_together`]: what it stored, or why it refused.
+pub type Outcome<A> = Result<Committed<A>, <A as cqrs_es::Aggregate>::Error>;
+
 /// The commands for one aggregate, in order, and who sent them.
 pub struct Batch<A: Stored> {
     pub id: String,
@@ -33,7 +36,7 @@ pub async fn execute_together<A: Stored>(
     pool: &PgPool,
     services: &A::Services,
     batches: Vec<Batch<A>>,
-) -> Result<Vec<Result<Committed<A>, A::Error>>, CommandError<A::Error>> {
+) -> Result<Vec<Outcome<A>>, CommandError<A::Error>> {
     let ids: Vec<String> = batches.iter().map(|b| b.id.clone()).collect();
     let mut loaded = load_many::<A>(pool, &ids).await?;
     let mut decided = vec![];
