@@ -51,7 +51,16 @@ where
     Fut: Future<Output = Result<(), async_nats::Error>>,
 {
     let consumer = crate::consumer(bus, stream, durable).await?;
-    let mut batches = consumer.messages().await?.ready_chunks(batch.max(1));
+    // Each pull asks for a whole batch (never fewer than the client's default 200), so
+    // that while one batch is handled the next one gathers: small batches would make the
+    // per-batch commit, not the machine, the limit.
+    let messages = consumer
+        .stream()
+        .max_messages_per_batch(batch.max(200))
+        .heartbeat(Duration::from_secs(15))
+        .messages()
+        .await?;
+    let mut batches = messages.ready_chunks(batch.max(1));
     loop {
         let batch = tokio::select! {
             _ = cancel.cancelled() => {

@@ -1,7 +1,8 @@
 //! The ingester: a durable JetStream consumer of runner messages. It takes what has
 //! arrived (up to a batch), turns each job's messages into commands in order (`StartJob`,
-//! one `RecordLogs` per run of consecutive lines, so one transaction per batch rather than
-//! per line, then `FinishJob`), and acks messages only after their command committed.
+//! one `RecordLogs` of all its lines in the batch, then `FinishJob`), stores the commands
+//! of every VM of the batch in one transaction, and acks messages only after it committed.
+//! A VM that refuses one of its commands is recorded step by step instead, as below.
 //!
 //! Errors are of two kinds. Transient ones (Postgres or NATS away, other writers first)
 //! nak the messages with a delay that grows with each delivery. Permanent ones (a command
@@ -30,6 +31,9 @@ const BATCH: usize = 500;
 
 /// The reports of one job in a batch, with the messages that carried them.
 type Reports = Vec<(Message, RunnerReport)>;
+
+/// The steps of each job of one VM in a batch, the jobs in the order they came.
+type VmSteps = (VmId, Vec<(JobId, Vec<Step>)>);
 
 pub struct Ingester {
     pub bus: Bus,
@@ -80,14 +84,73 @@ impl Ingester {
             }
         }
         let heard: Vec<(VmId, JobId)> = jobs.iter().map(|(k, _)| *k).collect();
-        liveness::heard_from(&self.pool, heard).await;
+        let mut vms: Vec<VmSteps> = vec![];
         for ((vm, job), reports) in jobs {
-            self.ingest_job(vm, job, reports).await;
+            let steps = steps(job, reports);
+            match vms.iter_mut().find(|(v, _)| *v == vm) {
+                Some((_, jobs)) => jobs.push((job, steps)),
+                None => vms.push((vm, vec![(job, steps)])),
+            }
+        }
+        self.ingest_together(vms, &heard).await;
+    }
+
+    /// Records every VM's steps in one transaction and acks their messages after it
+    /// committed. The VMs that refused a step, and all of them if the transaction did not
+    /// commit (another writer first, a row Postgres refuses, Postgres away), are recorded
+    /// again one step at a time by [`Self::ingest_job`], which handles each refusal and
+    /// error as it comes: nothing of theirs was written.
+    ///
+    /// The runners are recorded as heard from (`heard`) while the transaction runs, on
+    /// another connection: both are round trips, neither needs the other, and a finished
+    /// job's liveness is forgotten only after both.
+    async fn ingest_together(&self, vms: Vec<VmSteps>, heard: &[(VmId, JobId)]) {
+        let batches = vms
+            .iter()
+            .map(|(vm, jobs)| store::Batch {
+                id: vm.to_string(),
+                commands: jobs
+                    .iter()
+                    .flat_map(|(_, steps)| steps.iter().map(|s| s.command.clone()))
+                    .collect(),
+                metadata: metadata(*vm),
+            })
+            .collect();
+        let together = store::execute_together::<Provisioning>(&self.pool, &(), batches);
+        let ((), together) = tokio::join!(liveness::heard_from(&self.pool, heard), together);
+        let results = match together {
+            Ok(results) => results.into_iter().map(|r| r.is_ok()).collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "a batch did not commit at once; recording it step by step");
+                vec![false; vms.len()]
+            }
+        };
+        for ((vm, jobs), committed) in vms.into_iter().zip(results) {
+            for (job, steps) in jobs {
+                if !committed {
+                    self.ingest_job(vm, job, steps).await;
+                    continue;
+                }
+                let finishes = steps
+                    .iter()
+                    .any(|s| matches!(s.command, ProvisioningCommand::FinishJob { .. }));
+                ack_all(steps.into_iter().flat_map(|s| s.messages).collect()).await;
+                if finishes {
+                    self.forget(vm, job).await;
+                }
+            }
         }
     }
 
-    async fn ingest_job(&self, vm: VmId, job: JobId, reports: Reports) {
-        let mut steps = steps(job, reports).into_iter();
+    /// The job ended: the watchdog has nothing more to watch.
+    async fn forget(&self, vm: VmId, job: JobId) {
+        if let Err(e) = store::liveness::forget(&self.pool, vm, job).await {
+            tracing::warn!(%vm, %job, error = %e, "could not forget the job's liveness");
+        }
+    }
+
+    async fn ingest_job(&self, vm: VmId, job: JobId, steps: Vec<Step>) {
+        let mut steps = steps.into_iter();
         while let Some(step) = steps.next() {
             if let Err(unrecorded) = self.apply(vm, job, step).await {
                 // Their turn comes again, after what they wait for: so do the later ones.
@@ -109,12 +172,7 @@ impl Ingester {
         } = step;
         let finishes = matches!(command, ProvisioningCommand::FinishJob { .. });
         match self.execute(vm, command.clone()).await {
-            Ok(()) if finishes => {
-                // The job ended: the watchdog has nothing more to watch.
-                if let Err(e) = store::liveness::forget(&self.pool, vm, job).await {
-                    tracing::warn!(%vm, %job, error = %e, "could not forget the job's liveness");
-                }
-            }
+            Ok(()) if finishes => self.forget(vm, job).await,
             Ok(()) => {}
             Err(CommandError::Rejected(ProvisioningError::LineGap { got, .. })) => {
                 // Record the lines before the gap now, so each delivery makes progress.
@@ -169,10 +227,14 @@ impl Ingester {
         vm: VmId,
         command: ProvisioningCommand,
     ) -> Result<(), CommandError<ProvisioningError>> {
-        let metadata = Metadata::new(Actor::Runner, vm.to_string());
-        store::execute::<Provisioning>(&self.pool, vm, command, &metadata).await?;
+        store::execute::<Provisioning>(&self.pool, vm, command, &metadata(vm)).await?;
         Ok(())
     }
+}
+
+/// Runner messages are recorded as the runner's, correlated by their VM.
+fn metadata(vm: VmId) -> Metadata {
+    Metadata::new(Actor::Runner, vm.to_string())
 }
 
 /// How long a message waits before it is delivered again: half a second after its first

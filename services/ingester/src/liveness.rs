@@ -6,13 +6,11 @@ use bus::RunnerReport;
 use domain::provisioning::{JobId, VmId};
 use store::PgPool;
 
-/// Records that the runners of `jobs` were heard from now. A failure is only logged: the
-/// messages are still recorded, and the next ones touch the row again.
-pub async fn heard_from(pool: &PgPool, jobs: impl IntoIterator<Item = (VmId, JobId)>) {
-    for (vm, job) in jobs {
-        if let Err(e) = store::liveness::touch(pool, vm, job).await {
-            tracing::warn!(%vm, %job, error = %e, "could not record that the runner is alive");
-        }
+/// Records that the runners of `jobs` were heard from now, in one statement. A failure is
+/// only logged: the messages are still recorded, and the next ones touch the rows again.
+pub async fn heard_from(pool: &PgPool, jobs: &[(VmId, JobId)]) {
+    if let Err(e) = store::liveness::touch_all(pool, jobs).await {
+        tracing::warn!(jobs = jobs.len(), error = %e, "could not record that the runners are alive");
     }
 }
 

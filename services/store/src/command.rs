@@ -386,7 +386,7 @@ async fn insert_events<E: DomainEvent>(
 
 /// Replaces the aggregate's snapshot with `state` at `last_sequence`. The events' insert
 /// in the same transaction already holds the aggregate, so no other writer races this.
-async fn write_snapshot(
+pub(crate) async fn write_snapshot(
     tx: &mut Transaction<'_, Postgres>,
     aggregate_type: &str,
     id: &str,

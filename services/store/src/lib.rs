@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod lease;
 pub mod liveness;
 pub mod projected;
+mod together;
 pub mod views;
 
 pub use command::{
@@ -21,5 +22,6 @@ pub use command::{
 pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
 pub use events::{last_sequence, last_sequence_of, vm_events, AuditEvent};
+pub use together::{execute_together, Batch};
 
 pub use sqlx::{self, PgPool};

@@ -18,6 +18,27 @@ pub async fn touch(pool: &PgPool, vm: VmId, job: JobId) -> Result<(), sqlx::Erro
     Ok(())
 }
 
+/// Every job of `jobs` heard from now, in one statement: the ingester touches the jobs of
+/// a whole pull batch at once rather than one commit per job.
+pub async fn touch_all(pool: &PgPool, jobs: &[(VmId, JobId)]) -> Result<(), sqlx::Error> {
+    let mut jobs = jobs.to_vec();
+    // In a stable order, so two ingesters touching the same rows cannot deadlock.
+    jobs.sort_by_key(|(vm, job)| (vm.as_uuid(), job.get()));
+    jobs.dedup();
+    let vms: Vec<Uuid> = jobs.iter().map(|(vm, _)| vm.as_uuid()).collect();
+    let ids: Vec<i64> = jobs.iter().map(|(_, job)| i64::from(job.get())).collect();
+    sqlx::query(
+        "INSERT INTO job_liveness (vm_id, job_id)
+         SELECT * FROM unnest($1::uuid[], $2::bigint[])
+         ON CONFLICT (vm_id, job_id) DO UPDATE SET last_seen = now()",
+    )
+    .bind(&vms)
+    .bind(&ids)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// A dispatcher claimed the job (to run `action`): its deadline counts from now.
 pub async fn claim(
     pool: &PgPool,

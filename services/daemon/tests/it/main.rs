@@ -4,6 +4,7 @@ mod answers;
 mod api;
 mod app_thread;
 mod backend_role;
+mod bench;
 mod catalog;
 mod database;
 mod dispatch;
