@@ -49,6 +49,10 @@ pub trait Executor: Send + Sync {
     /// result (a cancel). A runner already gone is no error.
     async fn interrupt(&self, runner: &str) -> Result<(), ExecutorError>;
 
+    /// Whether the runner `start` named may still run: its process is alive, or its Job
+    /// exists. `false` only when it is gone for sure.
+    async fn is_running(&self, runner: &str) -> Result<bool, ExecutorError>;
+
     /// Stops the runner `start` named at once (a force-cancel, or the watchdog gave its job
     /// up). A runner already gone is no error.
     async fn stop(&self, runner: &str) -> Result<(), ExecutorError>;
@@ -138,6 +142,12 @@ impl Executor for LocalExecutor {
         signal(&["-INT", "--", &pid.to_string()]).await?;
         tracing::info!(pid, "runner interrupted");
         Ok(())
+    }
+
+    /// Whether the runner's process exists (`kill -0`).
+    async fn is_running(&self, runner: &str) -> Result<bool, ExecutorError> {
+        let pid = local_pid(runner)?;
+        signal(&["-0", &pid.to_string()]).await
     }
 
     /// Kills the runner's Terraform, in a process group of its own (`kill -KILL -<child>`

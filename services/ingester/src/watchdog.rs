@@ -2,9 +2,9 @@
 //! host, its Kubernetes pod never started, its messages cannot reach NATS, the daemon died
 //! between claiming the job and starting its runner) is failed, so its VM does not wait for
 //! ever and can be destroyed, and its runner is stopped, so it changes nothing later.
-//! A claimed job whose runner never started (the dispatcher died before starting it, or
-//! the runner before its first message) is queued again instead, once its recorded runner
-//! is stopped, so it runs once on another claim.
+//! A claimed job whose runner never started and is gone (the dispatcher died before
+//! starting it, or the runner before its first message) is queued again instead, so it
+//! runs once on another claim.
 //! Silence is judged from the runner's own messages (a heartbeat every few seconds, every
 //! line, the result), recorded per job by the ingester in `job_liveness`; never from the
 //! read model, which a stalled projector would leave behind.
@@ -137,17 +137,12 @@ impl Watchdog {
             // Waiting for a runner slot again (its claim never happened): the dispatcher
             // records it anew when it claims the job.
             Some(active) if !active.dispatched && !active.started => return Ok(false),
-            // Claimed, and its runner never said a word (not even that it started): the
-            // dispatcher died before starting it, or the runner died before its first
-            // message. Once no runner of it can run any more (stopped, if one was recorded),
-            // it is queued again and runs on another claim, once.
-            Some(active) if !active.started => {
-                if let Some(runner) = runner {
-                    if let Err(e) = self.executor.stop(runner).await {
-                        tracing::error!(%vm, %job, %runner, error = %e, "could not stop the silent runner; failing the job instead");
-                        return self.fail_lost(silent).await;
-                    }
-                }
+            // Claimed, and its runner never said a word (not even that it started) and is
+            // gone, or was never started: the dispatcher died before starting it, or the
+            // runner before its first message. Queued again, it runs on another claim, once.
+            // A runner still there (a pod pending on its image, a hung process) fails the
+            // job as lost instead, so a broken runner is not started again and again.
+            Some(active) if !active.started && !self.may_run(runner.as_deref()).await => {
                 tracing::warn!(%vm, %job, "a claimed job never started: queueing it again");
                 let command = ProvisioningCommand::RequeueJob { job_id: *job };
                 let metadata = Metadata::new(Actor::Watchdog, format!("{vm}/job/{job}"));
@@ -161,6 +156,21 @@ impl Watchdog {
             Some(_) => {}
         }
         self.fail_lost(silent).await
+    }
+
+    /// Whether `runner` (if one was recorded) may still run; when the executor cannot tell,
+    /// it may.
+    async fn may_run(&self, runner: Option<&str>) -> bool {
+        let Some(runner) = runner else {
+            return false;
+        };
+        match self.executor.is_running(runner).await {
+            Ok(running) => running,
+            Err(e) => {
+                tracing::warn!(%runner, error = %e, "could not tell whether the runner runs");
+                true
+            }
+        }
     }
 
     /// Fails a silent job as lost and stops its runner; whether it did.

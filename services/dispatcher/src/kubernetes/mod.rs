@@ -295,6 +295,17 @@ impl Executor for KubernetesExecutor {
         Ok(())
     }
 
+    /// Whether the runner's Job exists (finished or not: a finished Job's runner may still
+    /// have a result on its way).
+    async fn is_running(&self, runner: &str) -> Result<bool, ExecutorError> {
+        let name = self.runners.job_name(runner)?;
+        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        jobs.get_opt(name)
+            .await
+            .map(|job| job.is_some())
+            .map_err(|e| ExecutorError(format!("could not read Job {runner}: {e}")))
+    }
+
     /// Deletes the Job with background propagation, then its pods at once (grace period 0):
     /// Terraform is killed, as a local runner's is, and Postgres drops its state lock with
     /// its session. A Job already gone is no error.
