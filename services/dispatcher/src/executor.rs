@@ -191,3 +191,27 @@ async fn signal(args: &[&str]) -> Result<bool, ExecutorError> {
         .map_err(|e| ExecutorError(format!("could not run kill: {e}")))?;
     Ok(status.success())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_local_runner_may_run_while_its_process_lives() {
+        let nats = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+        let executor = LocalExecutor {
+            runner_bin: "unused".into(),
+            bus: bus::Bus::connect(&nats, "executor-test").await.unwrap(),
+        };
+        let mut child = tokio::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let runner = format!("local:{}", child.id().unwrap());
+        assert!(executor.is_running(&runner).await.unwrap());
+        child.kill().await.unwrap();
+        child.wait().await.unwrap();
+        assert!(!executor.is_running(&runner).await.unwrap());
+        assert!(executor.is_running("kubernetes:ns/job").await.is_err());
+    }
+}

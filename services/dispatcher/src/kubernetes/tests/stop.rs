@@ -106,3 +106,23 @@ async fn a_runner_of_another_namespace_or_executor_is_refused() {
         assert!(executor.interrupt(runner).await.is_err(), "{runner}");
     }
 }
+
+#[tokio::test]
+async fn a_runner_may_run_while_its_job_exists_and_is_gone_once_the_job_is() {
+    let (executor, mut server) = executor();
+    let path = format!("{JOBS}/{NAME}");
+    let scenario = tokio::spawn(async move {
+        let job = json!({
+            "kind": "Job", "apiVersion": "batch/v1",
+            "metadata": {"name": NAME, "namespace": "provisioning"},
+        });
+        let (_, _, send) = expect(&mut server, Method::GET, &path).await;
+        respond(send, StatusCode::OK, job);
+        let (_, _, send) = expect(&mut server, Method::GET, &path).await;
+        respond(send, StatusCode::NOT_FOUND, not_found("jobs.batch"));
+    });
+    let runner = format!("kubernetes:provisioning/{NAME}");
+    assert!(executor.is_running(&runner).await.unwrap());
+    assert!(!executor.is_running(&runner).await.unwrap());
+    within_a_second(scenario).await;
+}
