@@ -19,8 +19,6 @@ use tokio_util::sync::CancellationToken;
 const CHECKPOINT: &str = "relay";
 const BATCH: i64 = 500;
 const ACK_WINDOW: usize = 256;
-/// At most this many batches per pass, so replays asked for meanwhile wait little.
-const BATCHES_PER_PASS: usize = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -35,39 +33,21 @@ pub async fn run(pool: PgPool, bus: Bus, cancel: CancellationToken) {
     lease::follow(&pool, CHECKPOINT, &cancel, || pass(&pool, &bus)).await;
 }
 
-/// Publishes the dead letters whose replay was asked for, then the events after the
-/// checkpoint, a batch at a time, moving the checkpoint after each batch's acks. Returns
-/// how many events it handled.
-///
-/// The next batch is read while the current one is published: reading (the horizon, the
-/// rows) and publishing (waiting for acks) are both mostly waiting, so together they take
-/// about as long as the longer of the two. The checkpoint still moves only past events
-/// whose acks arrived.
+/// Publishes the dead letters whose replay was asked for, then the next batch of events
+/// after the checkpoint, and moves the checkpoint. Returns how many events it handled.
 #[tracing::instrument(skip_all, err)]
 pub async fn pass(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
-    let mut handled = replay(pool, bus).await?;
+    let replayed = replay(pool, bus).await?;
     let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
-    let mut events = feed::read_after(pool, cursor, BATCH).await?;
-    for _ in 0..BATCHES_PER_PASS {
-        let Some(last) = events.last().map(|e| e.cursor) else {
-            break;
-        };
-        let full = events.len() == BATCH as usize;
-        let next = async {
-            match full {
-                true => feed::read_after(pool, last, BATCH).await,
-                false => Ok(vec![]),
-            }
-        };
-        let (published, next) = tokio::join!(publish(bus, &events), next);
-        for (event, error) in published? {
-            dead_letters::park(pool, CHECKPOINT, event, &error).await?;
-        }
-        feed::save_checkpoint(pool, CHECKPOINT, last).await?;
-        handled += events.len();
-        events = next?;
+    let events = feed::read_after(pool, cursor, BATCH).await?;
+    let Some(last) = events.last().map(|e| e.cursor) else {
+        return Ok(replayed);
+    };
+    for (event, error) in publish(bus, &events).await? {
+        dead_letters::park(pool, CHECKPOINT, event, &error).await?;
     }
-    Ok(handled)
+    feed::save_checkpoint(pool, CHECKPOINT, last).await?;
+    Ok(replayed + events.len())
 }
 
 /// Publishes the dead letters an admin asked to replay; each is resolved, or keeps its
