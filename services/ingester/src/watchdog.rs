@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dispatcher::Executor;
-use domain::provisioning::{JobLimits, Provisioning, ProvisioningCommand, ProvisioningError};
+use domain::provisioning::{
+    JobId, JobLimits, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
+};
 use store::lease;
 use store::liveness::{DueJob, SilentJob};
 use store::{Actor, Metadata, PgPool};
@@ -112,9 +114,12 @@ impl Watchdog {
     }
 
     async fn stop(&self, due: &DueJob) {
-        let DueJob {
-            vm, job, runner, ..
-        } = due;
+        self.stop_runner(due.vm, due.job, due.runner.as_deref())
+            .await;
+    }
+
+    /// Stops the job's recorded runner; an error is logged, a runner never recorded said.
+    async fn stop_runner(&self, vm: VmId, job: JobId, runner: Option<&str>) {
         match runner {
             Some(runner) => {
                 if let Err(e) = self.executor.stop(runner).await {
@@ -191,16 +196,7 @@ impl Watchdog {
             tracing::info!(%vm, %job, error = %e, "the silent job was not failed");
             return Ok(false);
         }
-        match runner {
-            Some(runner) => {
-                if let Err(e) = self.executor.stop(runner).await {
-                    tracing::error!(%vm, %job, %runner, error = %e, "could not stop the runner");
-                }
-            }
-            None => {
-                tracing::warn!(%vm, %job, "the job's runner was never recorded: nothing to stop")
-            }
-        }
+        self.stop_runner(*vm, *job, runner.as_deref()).await;
         Ok(true)
     }
 }
