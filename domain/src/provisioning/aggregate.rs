@@ -2,9 +2,11 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::Aggregate;
 use serde::{Deserialize, Serialize};
 
+use super::boot;
 use super::commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 use super::error::ProvisioningError;
 use super::events::{JobAction, ProvisioningEvent, Severity};
+use super::expiry;
 use super::lifecycle::{ActiveJob, Lifecycle, VmStatus};
 use super::limits;
 use super::values::{JobId, VmSpec};
@@ -39,7 +41,7 @@ impl Aggregate for Provisioning {
 
     fn apply(&mut self, event: Self::Event) {
         self.lifecycle.apply(&event);
-        if let ProvisioningEvent::Requested { spec } = event {
+        if let ProvisioningEvent::Requested { spec, .. } = event {
             self.spec = Some(spec);
         }
     }
@@ -68,7 +70,7 @@ impl Decide for Provisioning {
         _services: &(),
     ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         match command {
-            ProvisioningCommand::Request { spec } => self.request(spec),
+            ProvisioningCommand::Request { spec, at } => self.request(spec, at),
             ProvisioningCommand::ClaimJob { job_id, dispatcher } => {
                 let job = self.active_job(job_id)?;
                 if job.running() {
@@ -142,23 +144,80 @@ impl Decide for Provisioning {
                 at,
                 cool_off,
             } => self.force_cancel(job_id, at, cool_off),
+            ProvisioningCommand::Callback { job_id, report } => {
+                self.existing()?;
+                boot::callback(&self.lifecycle, job_id, report)
+            }
+            ProvisioningCommand::MarkUnreachable { job_id, reason } => {
+                self.existing()?;
+                boot::unreachable(&self.lifecycle, job_id, reason)
+            }
+            ProvisioningCommand::Extend { hours, at } => {
+                self.existing()?;
+                expiry::extend(&self.lifecycle, hours, at)
+            }
+            ProvisioningCommand::SetExpiry { expires_at, at } => {
+                self.existing()?;
+                expiry::set(&self.lifecycle, expires_at, at)
+            }
+            ProvisioningCommand::WarnExpiry { before, at } => {
+                self.existing()?;
+                expiry::warn(&self.lifecycle, before, at)
+            }
+            ProvisioningCommand::Expire { at } => self.expire(at),
         }
     }
 }
 
 impl Provisioning {
-    fn request(&self, spec: VmSpec) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+    fn request(
+        &self,
+        spec: VmSpec,
+        at: time::OffsetDateTime,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         if self.lifecycle.status != VmStatus::Unknown {
             return Err(ProvisioningError::AlreadyRequested);
         }
+        let lives = time::Duration::hours(spec.duration_hours.get().into());
         Ok(vec![
-            ProvisioningEvent::Requested { spec: spec.clone() },
+            ProvisioningEvent::Requested {
+                spec: spec.clone(),
+                expires_at: Some(at + lives),
+            },
             ProvisioningEvent::JobQueued {
                 job_id: JobId::FIRST,
                 action: JobAction::Create,
                 spec,
             },
         ])
+    }
+
+    fn existing(&self) -> Result<(), ProvisioningError> {
+        match self.lifecycle.status {
+            VmStatus::Unknown => Err(ProvisioningError::NotFound),
+            _ => Ok(()),
+        }
+    }
+
+    /// The destroy of a VM whose time ran out; nothing when a destroy is to come already.
+    /// Refused when the expiry moved past `at` since the sweep looked.
+    fn expire(
+        &self,
+        at: time::OffsetDateTime,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        self.existing()?;
+        let lifecycle = &self.lifecycle;
+        if lifecycle.destroy_to_come() || lifecycle.status == VmStatus::Destroyed {
+            return Ok(vec![]);
+        }
+        let Some(expiry) = lifecycle.expiry.filter(|e| e.expires_at <= at) else {
+            return Err(ProvisioningError::NotExpired);
+        };
+        let mut events = vec![ProvisioningEvent::Expired {
+            expires_at: expiry.expires_at,
+        }];
+        events.extend(self.request_destroy()?);
+        Ok(events)
     }
 
     /// A destroy already to come answers as it is (no second one); one that runs, or a VM
@@ -486,3 +545,7 @@ mod tests;
 #[cfg(test)]
 #[path = "jobs_tests.rs"]
 mod jobs_tests;
+
+#[cfg(test)]
+#[path = "life_tests.rs"]
+mod life_tests;

@@ -27,13 +27,19 @@ pub(super) fn spec() -> VmSpec {
     }
 }
 
+/// When the VM in these tests was requested; its spec asks for 8 hours.
+pub(super) const AT: time::OffsetDateTime = time::macros::datetime!(2026-12-03 09:00 UTC);
+
 pub(super) fn job(n: u32) -> JobId {
     JobId::new(n)
 }
 
 pub(super) fn requested() -> Vec<ProvisioningEvent> {
     vec![
-        ProvisioningEvent::Requested { spec: spec() },
+        ProvisioningEvent::Requested {
+            spec: spec(),
+            expires_at: Some(AT + time::Duration::hours(8)),
+        },
         queued(1, JobAction::Create),
     ]
 }
@@ -125,7 +131,10 @@ pub(super) fn finish(n: u32, outcome: JobOutcome) -> ProvisioningCommand {
 fn a_request_is_recorded_and_queues_the_first_apply_job() {
     Given::with(())
         .given_no_previous_events()
-        .when(ProvisioningCommand::Request { spec: spec() })
+        .when(ProvisioningCommand::Request {
+            spec: spec(),
+            at: AT,
+        })
         .then_expect_events(requested());
 }
 
@@ -133,7 +142,10 @@ fn a_request_is_recorded_and_queues_the_first_apply_job() {
 fn a_vm_cannot_be_requested_twice() {
     Given::with(())
         .given(requested())
-        .when(ProvisioningCommand::Request { spec: spec() })
+        .when(ProvisioningCommand::Request {
+            spec: spec(),
+            at: AT,
+        })
         .then_expect_error(ProvisioningError::AlreadyRequested);
 }
 

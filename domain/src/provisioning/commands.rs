@@ -4,13 +4,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::boot::BootReport;
 use super::events::Diagnostic;
 use super::values::{JobId, VmSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ProvisioningCommand {
-    /// Create the VM: records the request and queues the apply job.
-    Request { spec: VmSpec },
+    /// Create the VM: records the request and queues the apply job. `at`: when it was
+    /// asked, from which the VM's expiry counts.
+    Request {
+        spec: VmSpec,
+        at: time::OffsetDateTime,
+    },
     /// A dispatcher takes a queued job to start its runner: the claim that makes a second
     /// delivery of the job message, or a second dispatcher, leave it alone.
     ClaimJob { job_id: JobId, dispatcher: String },
@@ -48,6 +53,27 @@ pub enum ProvisioningCommand {
         at: time::OffsetDateTime,
         cool_off: std::time::Duration,
     },
+    /// A callback from the VM made by create job `job_id` (its token checked by the API).
+    Callback { job_id: JobId, report: BootReport },
+    /// The VM made by create job `job_id` did not phone home in time.
+    MarkUnreachable { job_id: JobId, reason: String },
+    /// Give the VM `hours` more, within the longest duration from `at`.
+    Extend {
+        hours: u16,
+        at: time::OffsetDateTime,
+    },
+    /// Set when the VM expires (admins), later than `at`.
+    SetExpiry {
+        expires_at: time::OffsetDateTime,
+        at: time::OffsetDateTime,
+    },
+    /// Warn that the VM expires within `before`, if that warning is due at `at`.
+    WarnExpiry {
+        before: std::time::Duration,
+        at: time::OffsetDateTime,
+    },
+    /// Destroy the VM if its time ran out at `at`.
+    Expire { at: time::OffsetDateTime },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -36,6 +36,23 @@ pub enum ProvisioningError {
     NothingToRetry,
     #[error("the VM is {}: it cannot be refreshed", .0.as_str())]
     CannotRefresh(VmStatus),
+    /// A callback token that does not fit the VM as it is: answered as an unknown URL.
+    #[error("callback refused: {0}")]
+    CallbackRefused(String),
+    #[error("the VM is {}: its expiry cannot change", .0.as_str())]
+    CannotExtend(VmStatus),
+    #[error("hours: must be between 1 and {longest}")]
+    ExtendHours { longest: u16 },
+    #[error(
+        "hours: a VM may have at most {longest} hours left; it has {left} before this extension"
+    )]
+    ExtendTooFar { longest: u16, left: i64 },
+    #[error("expires_at: must be in the future")]
+    ExpiryPassed,
+    #[error("expires_at: must be within {days} days from now")]
+    ExpiryTooFar { days: u64 },
+    #[error("the VM has not expired: its expiry moved")]
+    NotExpired,
     #[error("job {job_id}: line {expected} is missing before line {got}")]
     LineGap {
         job_id: JobId,

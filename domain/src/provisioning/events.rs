@@ -71,8 +71,13 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data")]
 pub enum ProvisioningEvent {
-    /// A user asked for a VM.
-    Requested { spec: VmSpec },
+    /// A user asked for a VM. `expires_at` is the request's time plus `duration_hours`
+    /// (absent from events of earlier versions: the read model counts from the event's time).
+    Requested {
+        spec: VmSpec,
+        #[serde(default, with = "time::serde::rfc3339::option")]
+        expires_at: Option<time::OffsetDateTime>,
+    },
     /// A job was asked for while another runs: it waits behind it, in order, until a
     /// `JobQueued` makes it the next to run.
     JobRequested { job_id: JobId, action: JobAction },
@@ -149,6 +154,41 @@ pub enum ProvisioningEvent {
     DestroyRequested,
     /// A destroy job succeeded: nothing of the VM is left.
     Destroyed { job_id: JobId },
+    /// cloud-init on the VM made by create job `job_id` started (`initializing`).
+    BootStarted { job_id: JobId },
+    /// cloud-init phoned home: the VM is up (`running`).
+    PhonedHome { job_id: JobId, hostname: String },
+    /// No phone-home came within the boot timeout (`unreachable`); a later one still
+    /// brings the VM to `running`.
+    Unreachable { job_id: JobId, reason: String },
+    /// The application on the VM starts.
+    AppStarting { job_id: JobId },
+    /// The application on the VM is ready at `url`.
+    AppReady { job_id: JobId, url: String },
+    /// The application on the VM could not start.
+    AppFailed { job_id: JobId, reason: String },
+    /// The owner gave the VM `hours` more.
+    ExpiryExtended {
+        hours: u16,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+    /// An admin set when the VM expires.
+    ExpirySet {
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+    /// The VM expires within `before_secs` seconds: a notice for its owner.
+    ExpiryWarning {
+        before_secs: u64,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+    /// The VM's time ran out: the expiry sweep asked for its destroy (the events after it).
+    Expired {
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
 }
 
 impl ProvisioningEvent {
@@ -168,6 +208,16 @@ impl ProvisioningEvent {
             ProvisioningEvent::JobCancelled { .. } => "JobCancelled",
             ProvisioningEvent::DestroyRequested => "DestroyRequested",
             ProvisioningEvent::Destroyed { .. } => "Destroyed",
+            ProvisioningEvent::BootStarted { .. } => "BootStarted",
+            ProvisioningEvent::PhonedHome { .. } => "PhonedHome",
+            ProvisioningEvent::Unreachable { .. } => "Unreachable",
+            ProvisioningEvent::AppStarting { .. } => "AppStarting",
+            ProvisioningEvent::AppReady { .. } => "AppReady",
+            ProvisioningEvent::AppFailed { .. } => "AppFailed",
+            ProvisioningEvent::ExpiryExtended { .. } => "ExpiryExtended",
+            ProvisioningEvent::ExpirySet { .. } => "ExpirySet",
+            ProvisioningEvent::ExpiryWarning { .. } => "ExpiryWarning",
+            ProvisioningEvent::Expired { .. } => "Expired",
         }
     }
 }

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::boot::{AppStatus, Boot, CallbackKind};
 use super::events::{JobAction, ProvisioningEvent};
+use super::expiry::Expiry;
 use super::jobs::{CancelRequest, EndedJob, JobState, WaitingJob};
 use super::values::JobId;
 
@@ -17,6 +19,12 @@ pub enum VmStatus {
     Provisioning,
     Provisioned,
     Failed,
+    /// Created, and booting: cloud-init called back that it started.
+    Initializing,
+    /// Created, and up: cloud-init phoned home.
+    Running,
+    /// Created, but no phone-home came within the boot timeout.
+    Unreachable,
     DestroyRequested,
     Destroying,
     Destroyed,
@@ -30,6 +38,9 @@ impl VmStatus {
             VmStatus::Provisioning => "provisioning",
             VmStatus::Provisioned => "provisioned",
             VmStatus::Failed => "failed",
+            VmStatus::Initializing => "initializing",
+            VmStatus::Running => "running",
+            VmStatus::Unreachable => "unreachable",
             VmStatus::DestroyRequested => "destroy_requested",
             VmStatus::Destroying => "destroying",
             VmStatus::Destroyed => "destroyed",
@@ -89,12 +100,25 @@ pub struct Lifecycle {
     pub ended: Vec<EndedJob>,
     pub ip: Option<String>,
     pub last_error: Option<String>,
+    /// When the VM expires; none in histories of earlier versions until it is extended or
+    /// set (the read model counts those from the request's time).
+    #[serde(default)]
+    pub expiry: Option<Expiry>,
+    /// The boot of the VM the last successful create made.
+    #[serde(default)]
+    pub boot: Option<Boot>,
+    /// What the application on the VM last reported.
+    #[serde(default)]
+    pub app: Option<AppStatus>,
 }
 
 impl Lifecycle {
     pub fn apply(&mut self, event: &ProvisioningEvent) {
         match event {
-            ProvisioningEvent::Requested { .. } => self.settled = VmStatus::Requested,
+            ProvisioningEvent::Requested { expires_at, .. } => {
+                self.settled = VmStatus::Requested;
+                self.expiry = expires_at.map(Expiry::new);
+            }
             ProvisioningEvent::JobRequested { job_id, action } => {
                 self.waiting.push(WaitingJob {
                     id: *job_id,
@@ -155,6 +179,8 @@ impl Lifecycle {
                 self.ip = Some(vm_ip.clone());
                 self.last_error = None;
                 self.settled = VmStatus::Provisioned;
+                self.boot = Some(Boot::new(*job_id));
+                self.app = None;
                 self.end(*job_id, JobAction::Create, JobState::Succeeded, false);
             }
             ProvisioningEvent::Refreshed { job_id, .. } => {
@@ -200,10 +226,85 @@ impl Lifecycle {
                 self.ip = None;
                 self.last_error = None;
                 self.settled = VmStatus::Destroyed;
+                self.boot = None;
+                self.app = None;
                 self.end(*job_id, JobAction::Destroy, JobState::Succeeded, false);
             }
+            ProvisioningEvent::BootStarted { .. }
+            | ProvisioningEvent::PhonedHome { .. }
+            | ProvisioningEvent::Unreachable { .. }
+            | ProvisioningEvent::AppStarting { .. }
+            | ProvisioningEvent::AppReady { .. }
+            | ProvisioningEvent::AppFailed { .. } => self.apply_boot(event),
+            ProvisioningEvent::ExpiryExtended { expires_at, .. }
+            | ProvisioningEvent::ExpirySet { expires_at } => {
+                self.expiry = Some(Expiry::new(*expires_at));
+            }
+            ProvisioningEvent::ExpiryWarning { before_secs, .. } => {
+                if let Some(expiry) = &mut self.expiry {
+                    let sent = expiry
+                        .warned_within
+                        .map_or(*before_secs, |w| w.min(*before_secs));
+                    expiry.warned_within = Some(sent);
+                }
+            }
+            // The destroy requested with it changes the status.
+            ProvisioningEvent::Expired { .. } => {}
         }
         self.status = self.derive_status();
+    }
+
+    /// A callback, or its absence, from the VM the last create made: the status moves only
+    /// while the VM stands (not once a create failed or it is destroyed).
+    fn apply_boot(&mut self, event: &ProvisioningEvent) {
+        use ProvisioningEvent as E;
+        use VmStatus as S;
+        let Some(boot) = &mut self.boot else { return };
+        let standing = matches!(
+            self.settled,
+            S::Provisioned | S::Initializing | S::Running | S::Unreachable
+        );
+        let kind = match event {
+            E::BootStarted { .. } => {
+                if matches!(self.settled, S::Provisioned | S::Unreachable) {
+                    self.settled = S::Initializing;
+                }
+                CallbackKind::BootStarted
+            }
+            E::PhonedHome { hostname, .. } => {
+                boot.hostname = Some(hostname.clone());
+                boot.unreachable = false;
+                if standing {
+                    self.settled = S::Running;
+                }
+                CallbackKind::PhoneHome
+            }
+            E::Unreachable { .. } => {
+                boot.unreachable = true;
+                if matches!(self.settled, S::Provisioned | S::Initializing) {
+                    self.settled = S::Unreachable;
+                }
+                return;
+            }
+            E::AppStarting { .. } => {
+                self.app = Some(AppStatus::Starting);
+                CallbackKind::AppStarting
+            }
+            E::AppReady { url, .. } => {
+                self.app = Some(AppStatus::Ready { url: url.clone() });
+                CallbackKind::AppReady
+            }
+            E::AppFailed { reason, .. } => {
+                self.app = Some(AppStatus::Failed {
+                    reason: reason.clone(),
+                });
+                CallbackKind::AppFailed
+            }
+            _ => return,
+        };
+        if !boot.received.contains(&kind) {
+            boot.received.push(kind);
+        }
     }
 
     fn active(&mut self, job_id: JobId) -> Option<&mut ActiveJob> {

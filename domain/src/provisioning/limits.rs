@@ -7,6 +7,8 @@ use super::events::{Diagnostic, Severity};
 
 /// The most bytes kept of a diagnostic's summary or detail, or of a failure's reason.
 pub const MAX_TEXT: usize = 4 * 1024;
+/// The most bytes kept of a host name a VM reports (DNS allows 253).
+pub const MAX_NAME: usize = 255;
 /// The most bytes kept of one log line.
 pub const MAX_LINE: usize = 8 * 1024;
 /// The most diagnostics kept of one job; a last one says how many more were cut.

@@ -2,9 +2,11 @@
 //! their outcome.
 
 mod aggregate;
+mod boot;
 mod commands;
 mod error;
 mod events;
+pub mod expiry;
 mod jobs;
 mod lifecycle;
 pub mod limits;
@@ -12,9 +14,11 @@ mod values;
 mod views;
 
 pub use aggregate::Provisioning;
+pub use boot::{AppStatus, Boot, BootReport, CallbackKind};
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
 pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
+pub use expiry::Expiry;
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{

@@ -18,6 +18,12 @@ pub struct VmView {
     pub jobs: Vec<JobRecord>,
     /// The aggregate sequence of the last event folded in; older events are skipped.
     pub last_sequence: u64,
+    /// When the VM was requested (the time of its `Requested` event).
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub requested_at: Option<OffsetDateTime>,
+    /// When its last create succeeded: the boot timeout counts from here.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub boot_since: Option<OffsetDateTime>,
 }
 
 /// Who and when of an event, from its metadata.
@@ -57,11 +63,27 @@ impl VmView {
         }
         self.last_sequence = sequence;
         self.lifecycle.apply(event);
-        if let ProvisioningEvent::Requested { spec } = event {
-            self.spec = Some(spec.clone());
+        match event {
+            ProvisioningEvent::Requested { spec, .. } => {
+                self.spec = Some(spec.clone());
+                self.requested_at = Some(stamp.at);
+            }
+            ProvisioningEvent::Applied { .. } => self.boot_since = Some(stamp.at),
+            _ => {}
         }
         self.fold_job(stamp, event);
         true
+    }
+
+    /// When the VM expires: as recorded, or for a VM requested by an earlier version (whose
+    /// events hold no expiry), its request's time plus its duration.
+    pub fn expires_at(&self) -> Option<OffsetDateTime> {
+        if let Some(expiry) = self.lifecycle.expiry {
+            return Some(expiry.expires_at);
+        }
+        let spec = self.spec.as_ref()?;
+        let hours = time::Duration::hours(spec.duration_hours.get().into());
+        self.requested_at.map(|at| at + hours)
     }
 
     /// A job of the VM.
@@ -123,6 +145,17 @@ impl VmView {
             } => (job_id, JobState::Cancelled, *exit_code, Some(reason)),
             E::Requested { .. } | E::LogLine { .. } | E::AddressChanged { .. } => return,
             E::DestroyRequested => return,
+            // The VM's life around its jobs: shown by the lifecycle.
+            E::BootStarted { .. }
+            | E::PhonedHome { .. }
+            | E::Unreachable { .. }
+            | E::AppStarting { .. }
+            | E::AppReady { .. }
+            | E::AppFailed { .. }
+            | E::ExpiryExtended { .. }
+            | E::ExpirySet { .. }
+            | E::ExpiryWarning { .. }
+            | E::Expired { .. } => return,
         };
         if let Some(job) = self.job_mut(*id) {
             job.state = state;
