@@ -14,6 +14,11 @@ pub enum Actor {
     Dispatcher,
     /// The watchdog, failing a job whose runner went silent or was lost.
     Watchdog,
+    /// The platform itself: the expiry sweep (warnings, destroys of expired VMs) and the
+    /// boot timeout.
+    System,
+    /// The VM, calling back from cloud-init or its application with a signed token.
+    Vm,
 }
 
 impl Actor {
@@ -23,6 +28,8 @@ impl Actor {
             Actor::Runner => "runner",
             Actor::Dispatcher => "dispatcher",
             Actor::Watchdog => "watchdog",
+            Actor::System => "system",
+            Actor::Vm => "vm",
         }
     }
 }

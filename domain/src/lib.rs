@@ -3,6 +3,7 @@
 //! what it decides.
 
 mod actor;
+pub mod callbacks;
 pub mod catalog;
 mod decide;
 pub mod provisioning;

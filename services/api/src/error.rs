@@ -121,6 +121,22 @@ pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) ->
         CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
             ApiError::Conflict(format!("a VM with id {vm} exists already"))
         }
+        CommandError::Rejected(ProvisioningError::CallbackRefused(_)) => {
+            // Said no more than for a token that never was: nothing to probe.
+            ApiError::NotFound("no such callback".into())
+        }
+        CommandError::Rejected(
+            e @ (ProvisioningError::ExtendHours { .. } | ProvisioningError::ExtendTooFar { .. }),
+        ) => ApiError::Invalid {
+            field: "hours".into(),
+            reason: e.to_string().trim_start_matches("hours: ").to_owned(),
+        },
+        CommandError::Rejected(
+            e @ (ProvisioningError::ExpiryPassed | ProvisioningError::ExpiryTooFar { .. }),
+        ) => ApiError::Invalid {
+            field: "expires_at".into(),
+            reason: e.to_string().trim_start_matches("expires_at: ").to_owned(),
+        },
         CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
         e => command_not_stored(e),
     }

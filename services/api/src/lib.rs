@@ -27,6 +27,8 @@ pub struct AppState {
     pub credentials: Arc<registry::Credentials>,
     /// The cancel cool-off a force-cancel waits for.
     pub job_limits: domain::provisioning::JobLimits,
+    /// Checks the tokens of the callback URLs VMs are given.
+    pub callbacks: Arc<domain::callbacks::CallbackSigner>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -40,6 +42,11 @@ pub fn app(state: AppState) -> Router {
             auth::require_admin,
         ));
     let routes = Router::new()
+        // A VM's callbacks carry their own signed token, not a bearer token.
+        .route(
+            "/api/v1/callbacks/{token}",
+            axum::routing::post(routes::callbacks::callback),
+        )
         .nest("/api/v1", api)
         .merge(routes::health::router())
         .fallback(|| async { ApiError::NotFound("no such route".into()) });

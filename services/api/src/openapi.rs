@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{admin, health, providers, vms};
+use crate::routes::{admin, callbacks, health, providers, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -15,6 +15,7 @@ use crate::AppState;
         vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
         vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,
         vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job,
+        vms::extend_vm, vms::patch_vm, callbacks::callback,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use secrecy::SecretString;
 
 mod kubernetes;
+mod lifecycle;
 use kubernetes::kubernetes;
+pub use lifecycle::LifecycleConfig;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -48,6 +50,8 @@ pub struct Config {
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
     /// The statement and idle-in-transaction timeouts of the daemon's Postgres sessions.
     pub db_limits: store::SessionLimits,
+    /// Callbacks, boot timeout and expiry.
+    pub lifecycle: LifecycleConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +168,7 @@ impl Config {
             },
             kubernetes,
             db_limits: db_limits(&var)?,
+            lifecycle: lifecycle::lifecycle(&var)?,
         })
     }
 }

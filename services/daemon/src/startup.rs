@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use dispatcher::cloud_init::CallbackUrls;
 use dispatcher::{Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor};
+use domain::callbacks::CallbackSigner;
 use ingester::Ingester;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::net::TcpListener;
@@ -58,6 +60,8 @@ pub enum StartupError {
     Credentials(#[from] registry::CredentialError),
     #[error("Kubernetes executor: {0}")]
     Kubernetes(#[from] dispatcher::ExecutorError),
+    #[error("PROVISIONING_CALLBACK_SECRET: must be at least 32 bytes")]
+    CallbackKey,
     #[error("could not listen on {addr}: {source}")]
     Listen {
         addr: std::net::SocketAddr,
@@ -75,6 +79,12 @@ pub struct Application {
     /// The executor again when it is Kubernetes: the dispatcher role watches its Jobs.
     kubernetes: Option<Arc<KubernetesExecutor>>,
     job_silence: std::time::Duration,
+    /// The lifecycle sweep's period, expiry warnings and boot timeout.
+    sweep: (
+        std::time::Duration,
+        Vec<std::time::Duration>,
+        std::time::Duration,
+    ),
     max_runners: usize,
     cancel: CancellationToken,
 }
@@ -127,6 +137,32 @@ impl Application {
         } else {
             (None, 0)
         };
+        let life = &config.lifecycle;
+        let key = match &life.callback_secret {
+            Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+            None => store::life::callback_key(&pool)
+                .await
+                .map_err(store::StoreError::from)?,
+        };
+        let signer = Arc::new(CallbackSigner::new(key).ok_or(StartupError::CallbackKey)?);
+        // Unset: where this API listens (the port it got, when it asked for any).
+        let listening = match port {
+            0 => config.http_addr,
+            port => std::net::SocketAddr::new(config.http_addr.ip(), port),
+        };
+        let callbacks = CallbackUrls {
+            public_url: life
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{listening}")),
+            signer: signer.clone(),
+            ttl: life.callback_ttl,
+        };
+        let sweep = (
+            life.sweep_every,
+            life.expiry_warnings.clone(),
+            life.boot_timeout,
+        );
         let state = api::AppState {
             pool,
             bus,
@@ -134,6 +170,7 @@ impl Application {
             registry: registry.clone(),
             credentials: credentials.clone(),
             job_limits: config.job_limits,
+            callbacks: signer,
         };
         Ok(Self {
             roles,
@@ -152,7 +189,9 @@ impl Application {
                 job_limits: config.job_limits,
                 registry,
                 credentials,
+                callbacks: Some(callbacks),
             },
+            sweep,
             executor,
             kubernetes,
             job_silence: config.job_silence,
@@ -240,6 +279,14 @@ impl Application {
                 limits: state.job_limits,
             };
             roles.spawn("watchdog", watchdog.run(cancel.clone()));
+            let (every, warnings, boot_timeout) = self.sweep;
+            let sweep = ingester::Sweep {
+                pool: state.pool.clone(),
+                every,
+                warnings,
+                boot_timeout,
+            };
+            roles.spawn("lifecycle-sweep", sweep.run(cancel.clone()));
         }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();

@@ -2,8 +2,14 @@
 //! can be missing. What differs between providers (creating the user, EESSI, callbacks)
 //! is data from the registry and the template, not a copy of the file.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use askama::Template;
 use bus::JobMessage;
+use domain::callbacks::{CallbackClaims, CallbackSigner};
+use domain::provisioning::{CallbackKind, JobAction};
+use time::OffsetDateTime;
 
 #[derive(Template)]
 #[template(path = "cloud-init.yaml", escape = "none")]
@@ -17,6 +23,45 @@ pub struct CloudInit<'a> {
     pub eessi: bool,
     pub boot_callback_url: &'a str,
     pub phone_home_url: &'a str,
+    /// The application's callback URLs (`app_starting`, `app_ready`, `app_failed`), in
+    /// `/etc/provisioning/callbacks.env` for it to use; empty without callbacks.
+    pub app_urls: &'a [(&'static str, String)],
+}
+
+/// Where the VMs of create jobs call back: `<public url>/api/v1/callbacks/<token>`, each
+/// token valid for `ttl` from the job's start.
+#[derive(Debug, Clone)]
+pub struct CallbackUrls {
+    /// `PROVISIONING_PUBLIC_URL`, without a trailing `/`.
+    pub public_url: String,
+    pub signer: Arc<CallbackSigner>,
+    /// `PROVISIONING_CALLBACK_TTL`.
+    pub ttl: Duration,
+}
+
+impl CallbackUrls {
+    pub fn url(&self, job: &JobMessage, kind: CallbackKind, now: OffsetDateTime) -> String {
+        let claims = CallbackClaims {
+            vm: job.vm_id,
+            job: job.job_id,
+            kind,
+            expires: now.unix_timestamp() + self.ttl.as_secs() as i64,
+        };
+        let base = self.public_url.trim_end_matches('/');
+        format!("{base}/api/v1/callbacks/{}", self.signer.sign(&claims))
+    }
+}
+
+/// The callback URLs of a job, by kind: none but for a create job, whose VM boots.
+pub fn urls(job: &JobMessage, callbacks: Option<&CallbackUrls>) -> Vec<(CallbackKind, String)> {
+    let Some(callbacks) = callbacks.filter(|_| job.action == JobAction::Create) else {
+        return vec![];
+    };
+    let now = OffsetDateTime::now_utc();
+    CallbackKind::ALL
+        .iter()
+        .map(|kind| (*kind, callbacks.url(job, *kind, now)))
+        .collect()
 }
 
 impl CloudInit<'_> {
@@ -34,16 +79,35 @@ pub fn quoted(value: &str) -> String {
     serde_json::Value::String(value.to_owned()).to_string()
 }
 
-/// Renders the cloud-init document of a job.
-pub fn render(job: &JobMessage, settings: &registry::CloudInit) -> Result<String, askama::Error> {
+/// Renders the cloud-init document of a job, with its callback URLs (`urls`).
+pub fn render(
+    job: &JobMessage,
+    settings: &registry::CloudInit,
+    urls: &[(CallbackKind, String)],
+) -> Result<String, askama::Error> {
+    let url = |kind| {
+        urls.iter()
+            .find(|(k, _)| *k == kind)
+            .map_or("", |(_, u)| u.as_str())
+    };
+    let app_urls: Vec<(&'static str, String)> = [
+        ("APP_STARTING_URL", CallbackKind::AppStarting),
+        ("APP_READY_URL", CallbackKind::AppReady),
+        ("APP_FAILED_URL", CallbackKind::AppFailed),
+    ]
+    .into_iter()
+    .filter(|(_, kind)| !url(*kind).is_empty())
+    .map(|(name, kind)| (name, quoted(url(kind))))
+    .collect();
     CloudInit {
         vm_name: job.spec.name.as_str(),
         username: &quoted(&job.spec.username),
         public_key: &quoted(job.spec.ssh_public_key.as_str()),
         create_user: settings.create_user,
         eessi: settings.eessi,
-        boot_callback_url: "",
-        phone_home_url: "",
+        boot_callback_url: url(CallbackKind::BootStarted),
+        phone_home_url: url(CallbackKind::PhoneHome),
+        app_urls: &app_urls,
     }
     .document()
 }
@@ -61,6 +125,7 @@ mod tests {
             eessi,
             boot_callback_url: "",
             phone_home_url,
+            app_urls: &[],
         }
         .document()
         .unwrap()

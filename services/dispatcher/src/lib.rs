@@ -55,6 +55,8 @@ pub struct DispatcherConfig {
     pub registry: Arc<registry::Registry>,
     /// Credential values for runners (local executor).
     pub credentials: Arc<registry::Credentials>,
+    /// Where the VMs of create jobs call back; none: their cloud-init has no callbacks.
+    pub callbacks: Option<cloud_init::CallbackUrls>,
 }
 
 pub struct Dispatcher {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use bus::JobMessage;
+use domain::provisioning::CallbackKind;
 use serde_json::json;
 
 use crate::DispatcherConfig;
@@ -60,15 +61,25 @@ pub fn prepare(
     copy_flat(&files, &dir)?;
     std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
     let tfvars = dir.join("terraform.tfvars.json");
-    let user_data = crate::cloud_init::render(job, &provider.cloud_init)?;
-    let vars = variables(job, &user_data);
+    let urls = crate::cloud_init::urls(job, config.callbacks.as_ref());
+    let user_data = crate::cloud_init::render(job, &provider.cloud_init, &urls)?;
+    let vars = variables(job, &user_data, &urls);
     std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars)?).map_err(io(&tfvars))?;
     Ok(dir)
 }
 
 /// The common variables every provider declares (`registry::COMMON_VARIABLES`).
-pub fn variables(job: &JobMessage, user_data: &str) -> serde_json::Value {
+pub fn variables(
+    job: &JobMessage,
+    user_data: &str,
+    urls: &[(CallbackKind, String)],
+) -> serde_json::Value {
     let spec = &job.spec;
+    let url = |kind| {
+        urls.iter()
+            .find(|(k, _)| *k == kind)
+            .map_or("", |(_, u)| u.as_str())
+    };
     json!({
         "vm_id": job.vm_id.to_string(),
         "vm_name": spec.name.as_str(),
@@ -79,8 +90,8 @@ pub fn variables(job: &JobMessage, user_data: &str) -> serde_json::Value {
         "duration_hours": spec.duration_hours.get(),
         "username": spec.username,
         "user_data": user_data,
-        "boot_callback_url": "",
-        "phone_home_url": "",
+        "boot_callback_url": url(CallbackKind::BootStarted),
+        "phone_home_url": url(CallbackKind::PhoneHome),
     })
 }
 
@@ -153,7 +164,55 @@ mod tests {
             terraform_bin: "terraform".into(),
             publish_retry: std::time::Duration::from_secs(300),
             job_limits: Default::default(),
+            callbacks: Some(crate::cloud_init::CallbackUrls {
+                public_url: "https://vms.example.test/".into(),
+                signer: std::sync::Arc::new(signer()),
+                ttl: std::time::Duration::from_secs(600),
+            }),
         }
+    }
+
+    fn signer() -> domain::callbacks::CallbackSigner {
+        domain::callbacks::CallbackSigner::new(vec![7; 32]).unwrap()
+    }
+
+    #[test]
+    fn a_create_job_gets_signed_callback_urls_for_its_vm_and_kind() {
+        let work = tempfile::tempdir().unwrap();
+        let job = job("local");
+        let dir = prepare(&config(work.path()), &job, &provider("local")).unwrap();
+        let vars: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap())
+                .unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let url = vars["phone_home_url"].as_str().unwrap();
+        let token = url
+            .strip_prefix("https://vms.example.test/api/v1/callbacks/")
+            .unwrap();
+        let claims = signer().verify(token, now).unwrap();
+        assert_eq!((claims.vm, claims.job), (job.vm_id, job.job_id));
+        assert_eq!(claims.kind, CallbackKind::PhoneHome);
+        let ttl = claims.expires - now.unix_timestamp();
+        assert!((595..=600).contains(&ttl), "{ttl}");
+        let user_data = vars["user_data"].as_str().unwrap();
+        assert!(
+            user_data.contains(&format!("url: \"{url}\"")),
+            "{user_data}"
+        );
+        let boot = vars["boot_callback_url"].as_str().unwrap();
+        assert!(user_data.contains(boot), "{user_data}");
+        assert!(user_data.contains("APP_READY_URL=\"https://vms.example.test/api/v1/callbacks/"));
+        // A destroy job's VM does not boot: no callbacks.
+        let destroy = JobMessage {
+            action: JobAction::Destroy,
+            job_id: JobId::new(2),
+            ..job
+        };
+        let dir = prepare(&config(work.path()), &destroy, &provider("local")).unwrap();
+        let vars: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap())
+                .unwrap();
+        assert_eq!(vars["phone_home_url"], "");
     }
 
     #[test]

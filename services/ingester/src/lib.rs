@@ -12,8 +12,10 @@
 //! placeholder instead, so the job still ends.
 
 mod liveness;
+mod sweep;
 mod watchdog;
 
+pub use sweep::Sweep;
 pub use watchdog::Watchdog;
 
 use std::sync::atomic::{AtomicU64, Ordering};

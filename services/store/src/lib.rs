@@ -10,6 +10,7 @@ mod events;
 pub mod feed;
 pub mod idempotency;
 pub mod lease;
+pub mod life;
 pub mod liveness;
 pub mod projected;
 mod together;

@@ -24,12 +24,20 @@ pub struct VmRow {
     pub active_job: Option<sqlx::types::Json<domain::provisioning::ActiveJob>>,
     /// The jobs waiting behind it, in order.
     pub waiting: sqlx::types::Json<Vec<domain::provisioning::WaitingJob>>,
+    /// When the expiry sweep destroys it.
+    pub expires_at: Option<OffsetDateTime>,
+    /// The boot of the VM its last create made: callbacks, hostname.
+    pub boot: Option<sqlx::types::Json<domain::provisioning::Boot>>,
+    /// What the application on the VM last reported.
+    pub app: Option<sqlx::types::Json<domain::provisioning::AppStatus>>,
 }
 
 const COLUMNS: &str =
     "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
      NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
-     COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting";
+     COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting, expires_at,
+     NULLIF(state->'lifecycle'->'boot', 'null'::jsonb) AS boot,
+     NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))
@@ -88,12 +96,14 @@ pub async fn save(
     let state = serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query(
         "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
-                               created_at, updated_at, last_sequence, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               created_at, updated_at, last_sequence, state, expires_at,
+                               boot_since)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (id) DO UPDATE
          SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
              updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
-             state = excluded.state",
+             state = excluded.state, expires_at = excluded.expires_at,
+             boot_since = excluded.boot_since",
     )
     .bind(vm.as_uuid())
     .bind(spec.name.as_str())
@@ -106,6 +116,8 @@ pub async fn save(
     .bind(updated)
     .bind(view.last_sequence as i64)
     .bind(state)
+    .bind(view.expires_at())
+    .bind(view.boot_since)
     .execute(&mut **tx)
     .await?;
     Ok(())

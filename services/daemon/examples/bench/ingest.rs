@@ -17,8 +17,16 @@ pub async fn vms_with_jobs(pool: &PgPool, jobs: usize) -> Result<Vec<VmId>, Erro
     for _ in 0..jobs {
         let vm = VmId::new();
         let spec = crate::spec();
-        store::execute::<Provisioning>(pool, vm, ProvisioningCommand::Request { spec }, &meta)
-            .await?;
+        store::execute::<Provisioning>(
+            pool,
+            vm,
+            ProvisioningCommand::Request {
+                spec,
+                at: time::OffsetDateTime::now_utc(),
+            },
+            &meta,
+        )
+        .await?;
         let start = ProvisioningCommand::StartJob {
             job_id: JobId::FIRST,
             runner: "bench".into(),

@@ -169,7 +169,10 @@ async fn a_job_delivered_twice_starts_one_runner_and_keeps_its_working_directory
     store::execute::<Provisioning>(
         &app.pool,
         vm,
-        ProvisioningCommand::Request { spec: spec.clone() },
+        ProvisioningCommand::Request {
+            spec: spec.clone(),
+            at: time::OffsetDateTime::now_utc(),
+        },
         &meta,
     )
     .await

@@ -142,6 +142,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         runner_publish_retry: runner::DEFAULT_PUBLISH_RETRY,
         kubernetes: None,
         db_limits: Default::default(),
+        lifecycle: Default::default(),
     }
 }
 
@@ -177,8 +178,14 @@ impl TestApp {
     /// A second replica of the whole application: same database, same NATS prefix, its
     /// own port and job directory.
     pub async fn spawn_replica(&self) -> TestApp {
+        self.spawn_replica_with(|_| {}).await
+    }
+
+    /// A second replica, its configuration changed by `configure`.
+    pub async fn spawn_replica_with(&self, configure: impl FnOnce(&mut Config)) -> TestApp {
         let work = tempfile::tempdir().unwrap();
-        let config = base_config(&self.db_name, self.bus.subjects.prefix(), work.path());
+        let mut config = base_config(&self.db_name, self.bus.subjects.prefix(), work.path());
+        configure(&mut config);
         start(config, Roles::ALL, &self.db_name, work, false)
             .await
             .expect("the replica starts")

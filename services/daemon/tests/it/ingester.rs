@@ -51,6 +51,7 @@ async fn lines_that_arrive_late_are_recorded_in_order_before_the_result() {
         &app.pool,
         vm,
         ProvisioningCommand::Request {
+            at: time::OffsetDateTime::now_utc(),
             spec: vm_spec("late-lines"),
         },
         &meta,

@@ -23,5 +23,6 @@ mod runner_faults;
 mod scale;
 mod snapshots;
 mod stream;
+mod vm_life;
 mod watchdog;
 mod wire;

@@ -29,6 +29,7 @@ fn meta() -> Metadata {
 async fn request(app: &TestApp, name: &str) -> VmId {
     let vm = VmId::new();
     let command = ProvisioningCommand::Request {
+        at: time::OffsetDateTime::now_utc(),
         spec: vm_spec(name),
     };
     store::execute::<Provisioning>(&app.pool, vm, command, &meta())
@@ -115,6 +116,7 @@ async fn an_undecodable_event_is_parked_the_followers_go_on_and_a_replay_after_t
     // The cause is fixed (here, by hand); a replay folds and publishes the event.
     let fixed = serde_json::to_value(ProvisioningEvent::Requested {
         spec: vm_spec("fixed"),
+        expires_at: None,
     })
     .unwrap();
     store::sqlx::query("UPDATE events SET payload = $1::text::json WHERE aggregate_id = $2")

@@ -20,6 +20,7 @@ async fn write_concurrently(app: &TestApp, writers: usize, count: usize) -> usiz
         tasks.spawn(async move {
             for i in 0..count / writers {
                 let command = ProvisioningCommand::Request {
+                    at: time::OffsetDateTime::now_utc(),
                     spec: vm_spec(&format!("vm-{}", w * 1000 + i)),
                 };
                 store::execute::<Provisioning>(&pool, VmId::new(), command, &metadata())

@@ -23,6 +23,7 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
     let job = JobId::FIRST;
     let run = |command| store::execute::<Provisioning>(&app.pool, vm, command, &meta);
     run(ProvisioningCommand::Request {
+        at: time::OffsetDateTime::now_utc(),
         spec: vm_spec("big"),
     })
     .await

@@ -24,6 +24,7 @@ async fn claimed_job(app: &TestApp, name: &str) -> VmId {
     let meta = Metadata::new(Actor::Admin, name);
     for command in [
         ProvisioningCommand::Request {
+            at: time::OffsetDateTime::now_utc(),
             spec: vm_spec(name),
         },
         ProvisioningCommand::ClaimJob {

@@ -19,6 +19,9 @@ pub struct Vm {
     pub last_error: Option<String>,
     pub job: Option<Job>,
     pub queue: Vec<Job>,
+    pub expires_at: Option<String>,
+    pub hostname: Option<String>,
+    pub app: Option<Value>,
 }
 
 /// `JobSummary`: the job a VM runs or is about to run, or one waiting behind it.

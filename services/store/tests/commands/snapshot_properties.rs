@@ -60,6 +60,7 @@ async fn check(pool: &PgPool, lead: u32, steps: Vec<Step>) -> Result<(), TestCas
         pool,
         vm,
         ProvisioningCommand::Request {
+            at: time::OffsetDateTime::now_utc(),
             spec: vm_spec("prop"),
         },
     )

@@ -12,6 +12,7 @@ async fn started_with_lines(db: &TestDb, vm: VmId, logs: u32) {
         &db.pool,
         vm,
         ProvisioningCommand::Request {
+            at: time::OffsetDateTime::now_utc(),
             spec: vm_spec("edge"),
         },
     )

@@ -77,7 +77,10 @@ pub async fn create_vm(
     let vm = input.id.map(VmId::from).unwrap_or_default();
     tracing::Span::current().record("vm_id", tracing::field::display(vm));
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
-    let command = ProvisioningCommand::Request { spec: spec.clone() };
+    let command = ProvisioningCommand::Request {
+        spec: spec.clone(),
+        at: time::OffsetDateTime::now_utc(),
+    };
     let metadata = metadata(&request_id);
     match run(&state, vm, command, &metadata, key, None).await {
         Ok(Some(answer)) => Ok(answer),
@@ -113,6 +116,7 @@ async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<A
         .decide(
             ProvisioningCommand::Request {
                 spec: first.clone(),
+                at: first_request_time(state, vm, first).await?,
             },
             &(),
         )
@@ -137,6 +141,28 @@ async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<A
         &body,
         Some(requested.last_position),
     ))
+}
+
+/// The time the first create of `vm` was asked at, from its recorded expiry (extensions
+/// since leave the `Requested` event as it was), so its answer can be given again as it was.
+async fn first_request_time(
+    state: &AppState,
+    vm: VmId,
+    spec: &VmSpec,
+) -> Result<time::OffsetDateTime, ApiError> {
+    let first = store::vm_events(&state.pool, vm, 0, 1).await?;
+    let expires_at = first
+        .first()
+        .and_then(|e| e.data.get("expires_at")?.as_str().map(str::to_owned))
+        .and_then(|s| {
+            time::OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339).ok()
+        });
+    let lives = time::Duration::hours(spec.duration_hours.get().into());
+    let requested = first.first().map(|e| e.recorded_at);
+    expires_at
+        .map(|e| e - lives)
+        .or(requested)
+        .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))
 }
 
 /// Whether two requests asked for the same VM: the fields a client sends. (The template's

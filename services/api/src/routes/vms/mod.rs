@@ -3,6 +3,7 @@
 mod actions;
 mod create;
 mod destroy;
+mod expiry;
 mod history;
 mod jobs;
 mod read;
@@ -11,6 +12,7 @@ mod stream;
 pub use actions::*;
 pub use create::*;
 pub use destroy::*;
+pub use expiry::*;
 pub use history::*;
 pub use jobs::*;
 pub use read::*;
@@ -20,8 +22,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use domain::provisioning::{
-    ActiveJob, Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId, VmSpec,
-    WaitingJob,
+    ActiveJob, AppStatus, Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
+    VmSpec, WaitingJob,
 };
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -34,7 +36,8 @@ use crate::{ApiError, AppState};
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/vms", get(list_vms).post(create_vm))
-        .route("/vms/{id}", get(get_vm).delete(destroy_vm))
+        .route("/vms/{id}", get(get_vm).delete(destroy_vm).patch(patch_vm))
+        .route("/vms/{id}/extend", post(extend_vm))
         .route("/vms/{id}/events", get(list_vm_events))
         .route("/vms/{id}/logs", get(list_vm_logs))
         .route("/vms/{id}/stream", get(stream_vm))
@@ -63,8 +66,10 @@ pub struct VmOut {
     pub name: String,
     pub provider: String,
     pub template: String,
-    /// One of `requested`, `provisioning`, `provisioned`, `failed`, `destroy_requested`,
-    /// `destroying`, `destroyed`.
+    /// One of `requested`, `provisioning`, `provisioned` (created; booting, no callback
+    /// yet), `initializing` (cloud-init started), `running` (phoned home), `unreachable` (no
+    /// phone-home within the boot timeout), `failed`, `destroy_requested`, `destroying`,
+    /// `destroyed`.
     pub status: String,
     /// The VM's address, from Terraform's `vm_ip` output, once provisioned.
     pub ip: Option<String>,
@@ -80,6 +85,17 @@ pub struct VmOut {
     pub job: Option<JobSummary>,
     /// The jobs waiting behind `job`, in the order they will run.
     pub queue: Vec<JobSummary>,
+    /// When the expiry sweep destroys the VM (`duration_hours` after the request, moved by
+    /// extensions).
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    /// The host name the VM reported when it phoned home.
+    pub hostname: Option<String>,
+    /// What the application on the VM last reported: `{"state": "starting"}`,
+    /// `{"state": "ready", "url": ...}` or `{"state": "failed", "reason": ...}`.
+    #[schema(value_type = Option<Object>)]
+    pub app: Option<AppStatus>,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -133,6 +149,9 @@ impl From<store::views::VmRow> for VmOut {
             last_error: row.last_error,
             job: row.active_job.as_ref().map(|job| JobSummary::from(&job.0)),
             queue: row.waiting.0.iter().map(JobSummary::from).collect(),
+            expires_at: row.expires_at,
+            hostname: row.boot.and_then(|b| b.0.hostname),
+            app: row.app.map(|a| a.0),
         }
     }
 }
@@ -174,6 +193,9 @@ fn vm_out(
         last_error: lifecycle.last_error.clone(),
         job: lifecycle.active_job.as_ref().map(JobSummary::from),
         queue: lifecycle.waiting.iter().map(JobSummary::from).collect(),
+        expires_at: lifecycle.expiry.map(|e| e.expires_at),
+        hostname: lifecycle.boot.as_ref().and_then(|b| b.hostname.clone()),
+        app: lifecycle.app.clone(),
     }
 }
 
