@@ -16,6 +16,10 @@ use crate::Decide;
 pub struct Provisioning {
     spec: Option<VmSpec>,
     lifecycle: Lifecycle,
+    /// Archived (`Archived`): hidden from the default list. Absent from snapshots of
+    /// earlier versions.
+    #[serde(default)]
+    archived: bool,
 }
 
 impl Aggregate for Provisioning {
@@ -39,8 +43,10 @@ impl Aggregate for Provisioning {
 
     fn apply(&mut self, event: Self::Event) {
         self.lifecycle.apply(&event);
-        if let ProvisioningEvent::Requested { spec } = event {
-            self.spec = Some(spec);
+        match event {
+            ProvisioningEvent::Requested { spec } => self.spec = Some(spec),
+            ProvisioningEvent::Archived => self.archived = true,
+            _ => {}
         }
     }
 }
@@ -58,6 +64,11 @@ impl Provisioning {
     /// What was requested, once it was.
     pub fn spec(&self) -> Option<&VmSpec> {
         self.spec.as_ref()
+    }
+
+    /// Whether the VM was archived.
+    pub fn archived(&self) -> bool {
+        self.archived
     }
 }
 
@@ -142,6 +153,7 @@ impl Decide for Provisioning {
                 at,
                 cool_off,
             } => self.force_cancel(job_id, at, cool_off),
+            ProvisioningCommand::Archive => self.archive(),
         }
     }
 }
@@ -303,6 +315,16 @@ impl Provisioning {
         let mut events = vec![ended];
         events.extend(self.next_to_run()?);
         Ok(events)
+    }
+
+    /// Only a destroyed VM is archived; archiving it again changes nothing.
+    fn archive(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        match self.lifecycle.status {
+            VmStatus::Unknown => Err(ProvisioningError::NotFound),
+            VmStatus::Destroyed if self.archived => Ok(vec![]),
+            VmStatus::Destroyed => Ok(vec![ProvisioningEvent::Archived]),
+            status => Err(ProvisioningError::NotDestroyed(status)),
+        }
     }
 
     /// Why job `job_id`, not active nor waiting, cannot be acted on.
@@ -486,3 +508,7 @@ mod tests;
 #[cfg(test)]
 #[path = "jobs_tests.rs"]
 mod jobs_tests;
+
+#[cfg(test)]
+#[path = "archive_tests.rs"]
+mod archive_tests;

@@ -48,6 +48,8 @@ pub enum ProvisioningCommand {
         at: time::OffsetDateTime,
         cool_off: std::time::Duration,
     },
+    /// Hide a destroyed VM from the default list; its history stays as it is.
+    Archive,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

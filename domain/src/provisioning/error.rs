@@ -36,6 +36,8 @@ pub enum ProvisioningError {
     NothingToRetry,
     #[error("the VM is {}: it cannot be refreshed", .0.as_str())]
     CannotRefresh(VmStatus),
+    #[error("the VM is {}: only a destroyed VM can be archived; destroy it first", .0.as_str())]
+    NotDestroyed(VmStatus),
     #[error("job {job_id}: line {expected} is missing before line {got}")]
     LineGap {
         job_id: JobId,

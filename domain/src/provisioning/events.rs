@@ -149,6 +149,8 @@ pub enum ProvisioningEvent {
     DestroyRequested,
     /// A destroy job succeeded: nothing of the VM is left.
     Destroyed { job_id: JobId },
+    /// A destroyed VM was archived: lists leave it out unless asked for archived VMs.
+    Archived,
 }
 
 impl ProvisioningEvent {
@@ -168,6 +170,7 @@ impl ProvisioningEvent {
             ProvisioningEvent::JobCancelled { .. } => "JobCancelled",
             ProvisioningEvent::DestroyRequested => "DestroyRequested",
             ProvisioningEvent::Destroyed { .. } => "Destroyed",
+            ProvisioningEvent::Archived => "Archived",
         }
     }
 }

@@ -18,6 +18,9 @@ pub struct VmView {
     pub jobs: Vec<JobRecord>,
     /// The aggregate sequence of the last event folded in; older events are skipped.
     pub last_sequence: u64,
+    /// Archived: hidden from the default list (`vm_views.archived`).
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// Who and when of an event, from its metadata.
@@ -57,8 +60,10 @@ impl VmView {
         }
         self.last_sequence = sequence;
         self.lifecycle.apply(event);
-        if let ProvisioningEvent::Requested { spec } = event {
-            self.spec = Some(spec.clone());
+        match event {
+            ProvisioningEvent::Requested { spec } => self.spec = Some(spec.clone()),
+            ProvisioningEvent::Archived => self.archived = true,
+            _ => {}
         }
         self.fold_job(stamp, event);
         true
@@ -123,6 +128,7 @@ impl VmView {
             } => (job_id, JobState::Cancelled, *exit_code, Some(reason)),
             E::Requested { .. } | E::LogLine { .. } | E::AddressChanged { .. } => return,
             E::DestroyRequested => return,
+            E::Archived => return,
         };
         if let Some(job) = self.job_mut(*id) {
             job.state = state;

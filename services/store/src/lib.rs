@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod lease;
 pub mod liveness;
 pub mod projected;
+pub mod ssh_keys;
 mod together;
 pub mod views;
 

@@ -24,11 +24,12 @@ pub struct VmRow {
     pub active_job: Option<sqlx::types::Json<domain::provisioning::ActiveJob>>,
     /// The jobs waiting behind it, in order.
     pub waiting: sqlx::types::Json<Vec<domain::provisioning::WaitingJob>>,
+    pub archived: bool,
 }
 
 const COLUMNS: &str =
     "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
-     NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
+     archived, NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
      COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
@@ -38,13 +39,51 @@ pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> 
         .await
 }
 
-pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<VmRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM vm_views ORDER BY created_at DESC, id LIMIT $1"
-    ))
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+/// Which VMs a list shows, and from where.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only VMs with one of these statuses; all when empty.
+    pub statuses: Vec<String>,
+    pub provider: Option<String>,
+    /// `Some(false)`: not archived (the default list); `Some(true)`: only archived; `None`:
+    /// both.
+    pub archived: Option<bool>,
+    /// Only VMs after this one in the list's order (`created_at DESC, id`): the last of the
+    /// previous page.
+    pub after: Option<(OffsetDateTime, Uuid)>,
+    pub limit: i64,
+}
+
+/// The VMs `filter` selects, newest first (then by id, so pages never overlap nor skip a
+/// VM created in the same microsecond), at most `filter.limit`.
+pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx::Error> {
+    let mut query = sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM vm_views WHERE true"));
+    if let Some(archived) = filter.archived {
+        query.push(" AND archived = ").push_bind(archived);
+    }
+    if !filter.statuses.is_empty() {
+        query
+            .push(" AND status = ANY(")
+            .push_bind(filter.statuses.clone())
+            .push(")");
+    }
+    if let Some(provider) = &filter.provider {
+        query.push(" AND provider = ").push_bind(provider.clone());
+    }
+    if let Some((created_at, id)) = filter.after {
+        query
+            .push(" AND (created_at < ")
+            .push_bind(created_at)
+            .push(" OR (created_at = ")
+            .push_bind(created_at)
+            .push(" AND id > ")
+            .push_bind(id)
+            .push("))");
+    }
+    query
+        .push(" ORDER BY created_at DESC, id LIMIT ")
+        .push_bind(filter.limit);
+    query.build_query_as().fetch_all(pool).await
 }
 
 /// The folded view of a VM as the read model has it: its jobs with who and when.
@@ -88,12 +127,12 @@ pub async fn save(
     let state = serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query(
         "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
-                               created_at, updated_at, last_sequence, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               created_at, updated_at, last_sequence, state, archived)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (id) DO UPDATE
          SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
              updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
-             state = excluded.state",
+             state = excluded.state, archived = excluded.archived",
     )
     .bind(vm.as_uuid())
     .bind(spec.name.as_str())
@@ -106,6 +145,7 @@ pub async fn save(
     .bind(updated)
     .bind(view.last_sequence as i64)
     .bind(state)
+    .bind(view.archived)
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -142,6 +142,8 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         runner_publish_retry: runner::DEFAULT_PUBLISH_RETRY,
         kubernetes: None,
         db_limits: Default::default(),
+        ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
+        trusted_client_ip_header: None,
     }
 }
 
