@@ -11,7 +11,9 @@ fn destroyed() -> Vec<ProvisioningEvent> {
             ProvisioningEvent::DestroyRequested,
             queued(2, JobAction::Destroy),
             started(2, JobAction::Destroy),
-            ProvisioningEvent::Destroyed { job_id: JobId::new(2) },
+            ProvisioningEvent::Destroyed {
+                job_id: JobId::new(2),
+            },
         ],
     ]
     .concat()

@@ -38,7 +38,9 @@ impl VmStatus {
 
     /// The status named `s` as [`VmStatus::as_str`] writes it, of those a VM can show.
     pub fn parse(s: &str) -> Option<VmStatus> {
-        VmStatus::SHOWN.into_iter().find(|status| status.as_str() == s)
+        VmStatus::SHOWN
+            .into_iter()
+            .find(|status| status.as_str() == s)
     }
 
     /// Every status a VM can show (all but `unknown`), in the order of its life.

@@ -18,7 +18,7 @@ pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
-    Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId, VmName,
-    VmSpec, MIN_RSA_BITS,
+    Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId,
+    VmName, VmSpec, MIN_RSA_BITS,
 };
 pub use views::{JobRecord, Stamp, VmView};

@@ -237,9 +237,7 @@ impl SshPublicKey {
     /// The SHA-256 fingerprint as `ssh-keygen -l` prints it: `SHA256:` and the unpadded
     /// base64 of the digest of the key's blob.
     pub fn fingerprint(&self) -> String {
-        self.key()
-            .fingerprint(ssh_key::HashAlg::Sha256)
-            .to_string()
+        self.key().fingerprint(ssh_key::HashAlg::Sha256).to_string()
     }
 
     /// The key's type as OpenSSH names it, e.g. `ssh-ed25519` or `ecdsa-sha2-nistp256`.
@@ -306,10 +304,7 @@ impl Cidr {
         if net.addr() != net.network() {
             return Err(ValueError::new(
                 "allow_ssh_from",
-                format!(
-                    "{s:?} has host bits set: the network is {}",
-                    net.trunc()
-                ),
+                format!("{s:?} has host bits set: the network is {}", net.trunc()),
             ));
         }
         Ok(Self(net))
@@ -453,7 +448,10 @@ mod tests {
         assert!(wide.unwrap_err().reason.contains("/16"));
         assert!(Cidr::parse("10.1.0.0/16").unwrap().check_width(16).is_ok());
         assert!(Cidr::host([192, 0, 2, 7].into()).check_width(16).is_ok());
-        assert_eq!(Cidr::host([192, 0, 2, 7].into()).to_string(), "192.0.2.7/32");
+        assert_eq!(
+            Cidr::host([192, 0, 2, 7].into()).to_string(),
+            "192.0.2.7/32"
+        );
     }
 
     #[test]

@@ -2,8 +2,8 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
-use secrecy::ExposeSecret;
 use domain::Actor;
+use secrecy::ExposeSecret;
 use subtle::ConstantTimeEq;
 
 use crate::{ApiError, AppState};
@@ -25,7 +25,9 @@ pub async fn require_admin(
     if given.is_empty() || !bool::from(given.as_bytes().ct_eq(expected)) {
         return Err(ApiError::Unauthorized);
     }
-    request.extensions_mut().insert(Owner(Actor::Admin.as_str().to_owned()));
+    request
+        .extensions_mut()
+        .insert(Owner(Actor::Admin.as_str().to_owned()));
     Ok(next.run(request).await)
 }
 

@@ -40,7 +40,10 @@ pub struct ClientAddr(Result<IpAddr, String>);
 impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let Some(header) = &state.network.trusted_client_ip_header else {
             let peer = parts
                 .extensions

@@ -406,13 +406,15 @@ mod tests {
         let none = |_: &str| None;
         assert_eq!(ssh_widest_prefix(&none).unwrap(), 16);
         assert_eq!(trusted_client_ip_header(&none).unwrap(), None);
-        let set = |name: &'static str, v: &'static str| {
-            move |n: &str| (n == name).then(|| v.to_owned())
-        };
+        let set =
+            |name: &'static str, v: &'static str| move |n: &str| (n == name).then(|| v.to_owned());
         let prefix = "PROVISIONING_SSH_WIDEST_PREFIX";
         assert_eq!(ssh_widest_prefix(&set(prefix, "24")).unwrap(), 24);
         for wrong in ["0", "33", "wide"] {
-            assert_eq!(ssh_widest_prefix(&set(prefix, wrong)).unwrap_err().name, prefix);
+            assert_eq!(
+                ssh_widest_prefix(&set(prefix, wrong)).unwrap_err().name,
+                prefix
+            );
         }
         let header = "PROVISIONING_TRUSTED_CLIENT_IP_HEADER";
         assert_eq!(

@@ -226,8 +226,11 @@ pub(crate) async fn registered_key(
         field: "ssh_key_id".into(),
         reason,
     };
-    let uuid = Uuid::parse_str(id)
-        .map_err(|_| invalid(format!("{id:?} is not a key id (a UUID from /api/v1/ssh-keys)")))?;
+    let uuid = Uuid::parse_str(id).map_err(|_| {
+        invalid(format!(
+            "{id:?} is not a key id (a UUID from /api/v1/ssh-keys)"
+        ))
+    })?;
     let row = store::ssh_keys::get(&state.pool, owner.as_str(), uuid)
         .await?
         .ok_or_else(|| invalid(format!("no SSH key {uuid} is registered")))?;

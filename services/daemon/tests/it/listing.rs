@@ -14,7 +14,12 @@ async fn page(app: &TestApp, query: &str) -> VmPage {
 }
 
 async fn ids(app: &TestApp, query: &str) -> Vec<String> {
-    page(app, query).await.items.into_iter().map(|v| v.id).collect()
+    page(app, query)
+        .await
+        .items
+        .into_iter()
+        .map(|v| v.id)
+        .collect()
 }
 
 #[tokio::test]
@@ -76,11 +81,18 @@ async fn a_wrong_list_parameter_is_named() {
         ("archived=perhaps", "archived"),
         ("colour=red", "colour"),
     ] {
-        let response = app.get(&format!("/api/v1/vms?{query}")).send().await.unwrap();
+        let response = app
+            .get(&format!("/api/v1/vms?{query}"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 422, "{query}");
         let problem: Problem = response.json().await.unwrap();
         assert_eq!(problem.code, "invalid_field");
-        assert!(problem.detail.starts_with(&format!("{field}: ")), "{query}: {problem:?}");
+        assert!(
+            problem.detail.starts_with(&format!("{field}: ")),
+            "{query}: {problem:?}"
+        );
     }
 }
 
@@ -117,13 +129,16 @@ async fn a_destroyed_vm_is_archived_hidden_from_the_list_and_keeps_its_history()
     let problem: Problem = app.post_json(&archive, &json!({}), 409).await;
     assert_eq!(problem.code, "conflict");
     assert!(
-        problem.detail.contains("only a destroyed VM can be archived"),
+        problem
+            .detail
+            .contains("only a destroyed VM can be archived"),
         "{problem:?}"
     );
     let unknown = format!("/api/v1/vms/{}/archive", uuid::Uuid::new_v4());
     app.post_json::<Problem>(&unknown, &json!({}), 404).await;
 
-    app.delete_json::<Vm>(&format!("/api/v1/vms/{gone}"), 202).await;
+    app.delete_json::<Vm>(&format!("/api/v1/vms/{gone}"), 202)
+        .await;
     app.wait_for_status(&gone, "destroyed").await;
     let before = app.events(&gone).await;
     let archived: Vm = app.post_json(&archive, &json!({}), 200).await;

@@ -21,7 +21,11 @@ async fn allowed(app: &TestApp, vm: &Vm) -> Value {
     events[0].data["spec"]["allow_ssh_from"].clone()
 }
 
-async fn create_from(app: &TestApp, networks: Value, forwarded_for: Option<&str>) -> reqwest::Response {
+async fn create_from(
+    app: &TestApp,
+    networks: Value,
+    forwarded_for: Option<&str>,
+) -> reqwest::Response {
     let mut request = app
         .post("/api/v1/vms")
         .json(&vm_request(json!({"allow_ssh_from": networks})));
@@ -37,12 +41,18 @@ async fn the_whole_internet_wide_networks_and_host_addresses_are_refused_with_th
     for (network, reason) in [
         ("0.0.0.0/0", "would let the whole Internet reach SSH"),
         ("10.0.0.0/8", "is wider than /16"),
-        ("192.0.2.1/24", "has host bits set: the network is 192.0.2.0/24"),
+        (
+            "192.0.2.1/24",
+            "has host bits set: the network is 192.0.2.0/24",
+        ),
     ] {
         let body = vm_request(json!({"allow_ssh_from": ["198.51.100.0/24", network]}));
         let problem: Problem = app.post_json("/api/v1/vms", &body, 422).await;
         assert_eq!(problem.code, "invalid_field");
-        assert!(problem.detail.starts_with("allow_ssh_from: "), "{problem:?}");
+        assert!(
+            problem.detail.starts_with("allow_ssh_from: "),
+            "{problem:?}"
+        );
         assert!(problem.detail.contains(reason), "{network}: {problem:?}");
     }
     assert_eq!(app.count_events().await, 0, "nothing was recorded");
@@ -94,13 +104,22 @@ async fn behind_a_proxy_me_is_the_address_its_trusted_header_names() {
     let missing = create_from(&app, json!(["me"]), None).await;
     assert_eq!(missing.status(), 422);
     let problem: Problem = missing.json().await.unwrap();
-    assert!(problem.detail.starts_with("allow_ssh_from: "), "{problem:?}");
+    assert!(
+        problem.detail.starts_with("allow_ssh_from: "),
+        "{problem:?}"
+    );
     assert!(problem.detail.contains("x-forwarded-for"), "{problem:?}");
 
     let v6 = create_from(&app, json!(["me"]), Some("2001:db8::7")).await;
     assert_eq!(v6.status(), 422);
     let problem: Problem = v6.json().await.unwrap();
-    assert!(problem.detail.starts_with("allow_ssh_from: "), "{problem:?}");
-    assert!(problem.detail.contains("2001:db8::7, an IPv6 address"), "{problem:?}");
+    assert!(
+        problem.detail.starts_with("allow_ssh_from: "),
+        "{problem:?}"
+    );
+    assert!(
+        problem.detail.contains("2001:db8::7, an IPv6 address"),
+        "{problem:?}"
+    );
     assert_eq!(app.count_events().await, events, "nothing was recorded");
 }

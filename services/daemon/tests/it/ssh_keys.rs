@@ -141,7 +141,10 @@ async fn short_rsa_dsa_and_malformed_keys_are_refused_with_the_reason() {
 
     // The same rules for a key carried in a VM request.
     for (key, reason) in [
-        (RSA_2048, "RSA keys must have at least 3072 bits; this one has 2048"),
+        (
+            RSA_2048,
+            "RSA keys must have at least 3072 bits; this one has 2048",
+        ),
         (DSA, "DSA keys are not accepted"),
     ] {
         let body = vm_request(json!({"ssh_public_key": key}));
@@ -188,13 +191,13 @@ async fn a_generated_key_answers_its_private_half_once_and_stores_only_the_publi
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
-    assert_eq!(
-        response.headers().get("cache-control").unwrap(),
-        "no-store"
-    );
+    assert_eq!(response.headers().get("cache-control").unwrap(), "no-store");
     let generated: GeneratedSshKey = response.json().await.unwrap();
     let pem = &generated.private_key;
-    assert!(pem.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"), "{pem}");
+    assert!(
+        pem.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"),
+        "{pem}"
+    );
     assert_eq!(generated.key.algorithm, "ssh-ed25519");
 
     // The private key is a valid one whose public half is the registered key.
@@ -216,10 +219,7 @@ async fn a_generated_key_answers_its_private_half_once_and_stores_only_the_publi
     assert_eq!(stored, generated.key);
 
     // No table holds any line of the private key.
-    let secret_lines: Vec<&str> = pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
+    let secret_lines: Vec<&str> = pem.lines().filter(|l| !l.starts_with("-----")).collect();
     assert!(!secret_lines.is_empty());
     for line in secret_lines {
         let holders = tables_containing(&app, line).await;
@@ -227,7 +227,10 @@ async fn a_generated_key_answers_its_private_half_once_and_stores_only_the_publi
     }
     // The search would find it: the public key is in ssh_keys.
     let public_blob = blob_of(&generated.key.public_key);
-    assert_eq!(tables_containing(&app, &public_blob).await, ["public.ssh_keys"]);
+    assert_eq!(
+        tables_containing(&app, &public_blob).await,
+        ["public.ssh_keys"]
+    );
 }
 
 /// The base64 blob of an OpenSSH public key line: the key without its type and comment.
@@ -248,7 +251,11 @@ fn ssh_keygen_public_of(pem: &str) -> Option<String> {
         .arg(Path::new(&file))
         .output()
         .ok()?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
@@ -336,5 +343,9 @@ async fn a_vm_is_created_with_a_registered_key_of_its_owner_only() {
         assert_eq!(problem.code, "invalid_field");
         assert!(problem.detail.starts_with(&detail), "{problem:?}");
     }
-    assert_eq!(app.count_events().await, events_before, "nothing was recorded");
+    assert_eq!(
+        app.count_events().await,
+        events_before,
+        "nothing was recorded"
+    );
 }

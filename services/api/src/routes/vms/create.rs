@@ -1,8 +1,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::provisioning::{
-    DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError,
-    SshPublicKey, Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
+    DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError, SshPublicKey,
+    Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
 };
 use domain::Decide;
 use serde::{Deserialize, Serialize};
@@ -15,8 +15,8 @@ use crate::answers::{kept_answer, Answered, IdempotencyKey};
 use crate::auth::Owner;
 use crate::error::vm_command_failed;
 use crate::network::{allowed_networks, ClientAddr};
-use crate::routes::ssh_keys::registered_key;
 use crate::routes::metadata;
+use crate::routes::ssh_keys::registered_key;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 /// A request for a VM.
@@ -93,7 +93,17 @@ pub async fn create_vm(
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
     let command = ProvisioningCommand::Request { spec: spec.clone() };
     let metadata = metadata(&request_id);
-    match run(&state, vm, command, &metadata, key, None, StatusCode::ACCEPTED).await {
+    match run(
+        &state,
+        vm,
+        command,
+        &metadata,
+        key,
+        None,
+        StatusCode::ACCEPTED,
+    )
+    .await
+    {
         Ok(Some(answer)) => Ok(answer),
         Ok(None) => answered_meanwhile(&state, key).await,
         Err(CommandError::Rejected(ProvisioningError::AlreadyRequested)) => {

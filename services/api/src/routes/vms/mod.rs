@@ -283,7 +283,17 @@ async fn command_vm_answering(
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
     let metadata = crate::routes::metadata(request_id);
-    match run(state, vm, command, &metadata, key, Some(first.first_at), status).await {
+    match run(
+        state,
+        vm,
+        command,
+        &metadata,
+        key,
+        Some(first.first_at),
+        status,
+    )
+    .await
+    {
         Ok(Some(answer)) => Ok(answer),
         Ok(None) => answered_meanwhile(state, key).await,
         Err(e) => Err(crate::error::vm_command_failed(vm, e)),

@@ -180,9 +180,11 @@ mod tests {
 
     #[test]
     fn statuses_may_be_repeated_or_comma_separated() {
-        let filter =
-            list_filter(&params(&[("status", "failed,destroyed"), ("status", "requested")]))
-                .unwrap();
+        let filter = list_filter(&params(&[
+            ("status", "failed,destroyed"),
+            ("status", "requested"),
+        ]))
+        .unwrap();
         assert_eq!(filter.statuses, ["failed", "destroyed", "requested"]);
         assert_eq!(filter.archived, Some(false));
         assert_eq!(filter.limit, DEFAULT_LIMIT);
