@@ -106,8 +106,8 @@ async fn the_list_filters_by_status_and_provider() {
     app.wait_for_status(&good, "provisioned").await;
     app.wait_for_status(&bad, "failed").await;
 
-    assert_eq!(ids(&app, "status=failed").await, [bad.clone()]);
-    assert_eq!(ids(&app, "status=provisioned").await, [good.clone()]);
+    assert_eq!(ids(&app, "status=failed").await, [bad.as_str()]);
+    assert_eq!(ids(&app, "status=provisioned").await, [good.as_str()]);
     let both = [bad.clone(), good.clone()];
     assert_eq!(ids(&app, "status=provisioned,failed").await, both);
     assert_eq!(ids(&app, "status=failed&status=provisioned").await, both);
@@ -152,9 +152,9 @@ async fn a_destroyed_vm_is_archived_hidden_from_the_list_and_keeps_its_history()
     assert_eq!(kinds(&after[before.len()..]), ["Archived"], "archived once");
     assert!(app.vm(&gone).await.archived);
 
-    assert_eq!(ids(&app, "").await, [kept.clone()], "hidden by default");
-    assert_eq!(ids(&app, "archived=false").await, [kept.clone()]);
-    assert_eq!(ids(&app, "archived=true").await, [gone.clone()]);
+    assert_eq!(ids(&app, "").await, [kept.as_str()], "hidden by default");
+    assert_eq!(ids(&app, "archived=false").await, [kept.as_str()]);
+    assert_eq!(ids(&app, "archived=true").await, [gone.as_str()]);
     assert_eq!(ids(&app, "archived=all").await, [gone.clone(), kept]);
     assert_eq!(ids(&app, "archived=true&status=destroyed").await, [gone]);
 }

@@ -314,7 +314,7 @@ async fn a_vm_is_created_with_a_registered_key_of_its_owner_only() {
     assert_eq!(app.get(&path).send().await.unwrap().status(), 404);
     assert_eq!(app.delete(&path).send().await.unwrap().status(), 404);
     let mine: Vec<SshKey> = app.get_json("/api/v1/ssh-keys").await;
-    assert_eq!(mine, [key.clone()]);
+    assert_eq!(mine, std::slice::from_ref(&key));
 
     let events_before = app.count_events().await;
     for (fields, detail) in [
