@@ -18,6 +18,10 @@ use crate::Decide;
 pub struct Provisioning {
     spec: Option<VmSpec>,
     lifecycle: Lifecycle,
+    /// Archived (`Archived`): hidden from the default list. Absent from snapshots of
+    /// earlier versions.
+    #[serde(default)]
+    archived: bool,
 }
 
 impl Aggregate for Provisioning {
@@ -41,8 +45,10 @@ impl Aggregate for Provisioning {
 
     fn apply(&mut self, event: Self::Event) {
         self.lifecycle.apply(&event);
-        if let ProvisioningEvent::Requested { spec, .. } = event {
-            self.spec = Some(spec);
+        match event {
+            ProvisioningEvent::Requested { spec, .. } => self.spec = Some(spec),
+            ProvisioningEvent::Archived => self.archived = true,
+            _ => {}
         }
     }
 }
@@ -60,6 +66,11 @@ impl Provisioning {
     /// What was requested, once it was.
     pub fn spec(&self) -> Option<&VmSpec> {
         self.spec.as_ref()
+    }
+
+    /// Whether the VM was archived.
+    pub fn archived(&self) -> bool {
+        self.archived
     }
 }
 
@@ -165,6 +176,7 @@ impl Decide for Provisioning {
                 expiry::warn(&self.lifecycle, before, at)
             }
             ProvisioningCommand::Expire { at } => self.expire(at),
+            ProvisioningCommand::Archive => self.archive(),
         }
     }
 }
@@ -364,6 +376,16 @@ impl Provisioning {
         Ok(events)
     }
 
+    /// Only a destroyed VM is archived; archiving it again changes nothing.
+    fn archive(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        match self.lifecycle.status {
+            VmStatus::Unknown => Err(ProvisioningError::NotFound),
+            VmStatus::Destroyed if self.archived => Ok(vec![]),
+            VmStatus::Destroyed => Ok(vec![ProvisioningEvent::Archived]),
+            status => Err(ProvisioningError::NotDestroyed(status)),
+        }
+    }
+
     /// Why job `job_id`, not active nor waiting, cannot be acted on.
     fn not_active(&self, job_id: JobId) -> ProvisioningError {
         match self.lifecycle.ended_job(job_id) {
@@ -545,6 +567,10 @@ mod tests;
 #[cfg(test)]
 #[path = "jobs_tests.rs"]
 mod jobs_tests;
+
+#[cfg(test)]
+#[path = "archive_tests.rs"]
+mod archive_tests;
 
 #[cfg(test)]
 #[path = "life_tests.rs"]

@@ -74,6 +74,8 @@ pub enum ProvisioningCommand {
     },
     /// Destroy the VM if its time ran out at `at`.
     Expire { at: time::OffsetDateTime },
+    /// Hide a destroyed VM from the default list; its history stays as it is.
+    Archive,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

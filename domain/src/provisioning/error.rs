@@ -53,6 +53,8 @@ pub enum ProvisioningError {
     ExpiryTooFar { days: u64 },
     #[error("the VM has not expired: its expiry moved")]
     NotExpired,
+    #[error("the VM is {}: only a destroyed VM can be archived; destroy it first", .0.as_str())]
+    NotDestroyed(VmStatus),
     #[error("job {job_id}: line {expected} is missing before line {got}")]
     LineGap {
         job_id: JobId,

@@ -189,6 +189,8 @@ pub enum ProvisioningEvent {
         #[serde(with = "time::serde::rfc3339")]
         expires_at: time::OffsetDateTime,
     },
+    /// A destroyed VM was archived: lists leave it out unless asked for archived VMs.
+    Archived,
 }
 
 impl ProvisioningEvent {
@@ -218,6 +220,7 @@ impl ProvisioningEvent {
             ProvisioningEvent::ExpirySet { .. } => "ExpirySet",
             ProvisioningEvent::ExpiryWarning { .. } => "ExpiryWarning",
             ProvisioningEvent::Expired { .. } => "Expired",
+            ProvisioningEvent::Archived => "Archived",
         }
     }
 }

@@ -46,6 +46,27 @@ impl VmStatus {
             VmStatus::Destroyed => "destroyed",
         }
     }
+
+    /// The status named `s` as [`VmStatus::as_str`] writes it, of those a VM can show.
+    pub fn parse(s: &str) -> Option<VmStatus> {
+        VmStatus::SHOWN
+            .into_iter()
+            .find(|status| status.as_str() == s)
+    }
+
+    /// Every status a VM can show (all but `unknown`), in the order of its life.
+    pub const SHOWN: [VmStatus; 10] = [
+        VmStatus::Requested,
+        VmStatus::Provisioning,
+        VmStatus::Provisioned,
+        VmStatus::Initializing,
+        VmStatus::Running,
+        VmStatus::Unreachable,
+        VmStatus::Failed,
+        VmStatus::DestroyRequested,
+        VmStatus::Destroying,
+        VmStatus::Destroyed,
+    ];
 }
 
 /// The job a VM runs or is about to run: queued for a runner, or started by one.
@@ -250,6 +271,8 @@ impl Lifecycle {
             }
             // The destroy requested with it changes the status.
             ProvisioningEvent::Expired { .. } => {}
+            // Archiving hides a VM from lists; its state stays destroyed.
+            ProvisioningEvent::Archived => {}
         }
         self.status = self.derive_status();
     }

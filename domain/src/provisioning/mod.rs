@@ -22,7 +22,7 @@ pub use expiry::Expiry;
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
-    Cidr, DurationHours, JobId, ProviderId, SshPublicKey, TemplateId, ValueError, VmId, VmName,
-    VmSpec,
+    Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId,
+    VmName, VmSpec, MIN_RSA_BITS,
 };
 pub use views::{JobRecord, Stamp, VmView};

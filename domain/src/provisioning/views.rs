@@ -24,6 +24,9 @@ pub struct VmView {
     /// When its last create succeeded: the boot timeout counts from here.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub boot_since: Option<OffsetDateTime>,
+    /// Archived: hidden from the default list (`vm_views.archived`).
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// Who and when of an event, from its metadata.
@@ -69,6 +72,7 @@ impl VmView {
                 self.requested_at = Some(stamp.at);
             }
             ProvisioningEvent::Applied { .. } => self.boot_since = Some(stamp.at),
+            ProvisioningEvent::Archived => self.archived = true,
             _ => {}
         }
         self.fold_job(stamp, event);
@@ -156,6 +160,7 @@ impl VmView {
             | E::ExpirySet { .. }
             | E::ExpiryWarning { .. }
             | E::Expired { .. } => return,
+            E::Archived => return,
         };
         if let Some(job) = self.job_mut(*id) {
             job.state = state;

@@ -6,6 +6,7 @@ mod auth;
 mod error;
 mod extract;
 mod layers;
+mod network;
 mod openapi;
 mod routes;
 
@@ -14,8 +15,10 @@ use std::sync::Arc;
 use axum::Router;
 use secrecy::SecretString;
 
+pub use auth::Owner;
 pub use error::ApiError;
 use extract::{AppJson, RequestId};
+pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
 pub use openapi::ApiDoc;
 
 #[derive(Clone)]
@@ -29,11 +32,14 @@ pub struct AppState {
     pub job_limits: domain::provisioning::JobLimits,
     /// Checks the tokens of the callback URLs VMs are given.
     pub callbacks: Arc<domain::callbacks::CallbackSigner>,
+    /// What `allow_ssh_from` may name, and how `me` finds the caller.
+    pub network: NetworkRules,
 }
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(routes::vms::router(state.clone()))
+        .merge(routes::ssh_keys::router())
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{admin, callbacks, health, providers, vms};
+use crate::routes::{admin, callbacks, health, providers, ssh_keys, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -14,8 +14,10 @@ use crate::AppState;
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
         vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
         vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,
-        vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job,
+        vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job, vms::archive_vm,
         vms::extend_vm, vms::patch_vm, callbacks::callback,
+        ssh_keys::add_ssh_key, ssh_keys::generate_ssh_key, ssh_keys::list_ssh_keys,
+        ssh_keys::get_ssh_key, ssh_keys::delete_ssh_key,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,

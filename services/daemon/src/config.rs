@@ -52,6 +52,13 @@ pub struct Config {
     pub db_limits: store::SessionLimits,
     /// Callbacks, boot timeout and expiry.
     pub lifecycle: LifecycleConfig,
+    /// The widest network a VM's `allow_ssh_from` may name, as its prefix length
+    /// (`PROVISIONING_SSH_WIDEST_PREFIX`, 1 to 32; 16 by default: a /8 is refused).
+    pub ssh_widest_prefix: u8,
+    /// Behind a proxy, the header in which it names the caller, for `me` in
+    /// `allow_ssh_from` (`PROVISIONING_TRUSTED_CLIENT_IP_HEADER`, e.g. `X-Forwarded-For`).
+    /// Unset (the default), the header is ignored and `me` is the connection's peer.
+    pub trusted_client_ip_header: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,7 +176,42 @@ impl Config {
             kubernetes,
             db_limits: db_limits(&var)?,
             lifecycle: lifecycle::lifecycle(&var)?,
+            ssh_widest_prefix: ssh_widest_prefix(&var)?,
+            trusted_client_ip_header: trusted_client_ip_header(&var)?,
         })
+    }
+}
+
+/// `PROVISIONING_SSH_WIDEST_PREFIX`: a prefix length from 1 to 32 (0 would allow the whole
+/// Internet, which is always refused).
+fn ssh_widest_prefix(var: &dyn Fn(&str) -> Option<String>) -> Result<u8, ConfigError> {
+    match var("PROVISIONING_SSH_WIDEST_PREFIX") {
+        None => Ok(api::DEFAULT_WIDEST_PREFIX),
+        Some(v) => v
+            .trim_start_matches('/')
+            .parse::<u8>()
+            .ok()
+            .filter(|n| (1..=32).contains(n))
+            .ok_or(ConfigError {
+                name: "PROVISIONING_SSH_WIDEST_PREFIX",
+                reason: "must be a prefix length from 1 to 32, such as 16".into(),
+            }),
+    }
+}
+
+/// `PROVISIONING_TRUSTED_CLIENT_IP_HEADER`: an HTTP header name, if set.
+fn trusted_client_ip_header(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let Some(name) = var("PROVISIONING_TRUSTED_CLIENT_IP_HEADER") else {
+        return Ok(None);
+    };
+    match axum::http::HeaderName::from_bytes(name.trim().as_bytes()) {
+        Ok(header) => Ok(Some(header.as_str().to_owned())),
+        Err(_) => Err(ConfigError {
+            name: "PROVISIONING_TRUSTED_CLIENT_IP_HEADER",
+            reason: "must be an HTTP header name, such as X-Forwarded-For".into(),
+        }),
     }
 }
 
@@ -362,6 +404,29 @@ mod tests {
             "PROVISIONING_MAX_RUNNERS"
         );
         assert!(max_runners(&set("many"), false).is_err());
+    }
+
+    #[test]
+    fn the_ssh_network_settings_have_defaults_and_are_checked() {
+        let none = |_: &str| None;
+        assert_eq!(ssh_widest_prefix(&none).unwrap(), 16);
+        assert_eq!(trusted_client_ip_header(&none).unwrap(), None);
+        let set =
+            |name: &'static str, v: &'static str| move |n: &str| (n == name).then(|| v.to_owned());
+        let prefix = "PROVISIONING_SSH_WIDEST_PREFIX";
+        assert_eq!(ssh_widest_prefix(&set(prefix, "24")).unwrap(), 24);
+        for wrong in ["0", "33", "wide"] {
+            assert_eq!(
+                ssh_widest_prefix(&set(prefix, wrong)).unwrap_err().name,
+                prefix
+            );
+        }
+        let header = "PROVISIONING_TRUSTED_CLIENT_IP_HEADER";
+        assert_eq!(
+            trusted_client_ip_header(&set(header, "X-Forwarded-For")).unwrap(),
+            Some("x-forwarded-for".to_owned())
+        );
+        assert!(trusted_client_ip_header(&set(header, "bad header")).is_err());
     }
 
     #[test]

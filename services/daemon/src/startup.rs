@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use dispatcher::cloud_init::CallbackUrls;
@@ -171,6 +172,18 @@ impl Application {
             credentials: credentials.clone(),
             job_limits: config.job_limits,
             callbacks: signer,
+            network: api::NetworkRules {
+                widest_prefix: config.ssh_widest_prefix,
+                trusted_client_ip_header: config
+                    .trusted_client_ip_header
+                    .as_deref()
+                    .map(|h| axum::http::HeaderName::from_bytes(h.as_bytes()))
+                    .transpose()
+                    .map_err(|_| ConfigError {
+                        name: "PROVISIONING_TRUSTED_CLIENT_IP_HEADER",
+                        reason: "must be an HTTP header name, such as X-Forwarded-For".into(),
+                    })?,
+            },
         };
         Ok(Self {
             roles,
@@ -291,7 +304,9 @@ impl Application {
         if let Some(listener) = self.listener {
             let stop = cancel.clone();
             roles.spawn("api", async move {
-                let served = axum::serve(listener, api::app(state))
+                // With each connection's peer address: `me` in `allow_ssh_from` needs it.
+                let app = api::app(state).into_make_service_with_connect_info::<SocketAddr>();
+                let served = axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.cancelled().await })
                     .await;
                 if let Err(e) = served {

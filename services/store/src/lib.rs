@@ -13,6 +13,7 @@ pub mod lease;
 pub mod life;
 pub mod liveness;
 pub mod projected;
+pub mod ssh_keys;
 mod together;
 pub mod views;
 

@@ -30,11 +30,12 @@ pub struct VmRow {
     pub boot: Option<sqlx::types::Json<domain::provisioning::Boot>>,
     /// What the application on the VM last reported.
     pub app: Option<sqlx::types::Json<domain::provisioning::AppStatus>>,
+    pub archived: bool,
 }
 
 const COLUMNS: &str =
     "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
-     NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
+     archived, NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
      COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting, expires_at,
      NULLIF(state->'lifecycle'->'boot', 'null'::jsonb) AS boot,
      NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app";
@@ -46,13 +47,51 @@ pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> 
         .await
 }
 
-pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<VmRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM vm_views ORDER BY created_at DESC, id LIMIT $1"
-    ))
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+/// Which VMs a list shows, and from where.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only VMs with one of these statuses; all when empty.
+    pub statuses: Vec<String>,
+    pub provider: Option<String>,
+    /// `Some(false)`: not archived (the default list); `Some(true)`: only archived; `None`:
+    /// both.
+    pub archived: Option<bool>,
+    /// Only VMs after this one in the list's order (`created_at DESC, id`): the last of the
+    /// previous page.
+    pub after: Option<(OffsetDateTime, Uuid)>,
+    pub limit: i64,
+}
+
+/// The VMs `filter` selects, newest first (then by id, so pages never overlap nor skip a
+/// VM created in the same microsecond), at most `filter.limit`.
+pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx::Error> {
+    let mut query = sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM vm_views WHERE true"));
+    if let Some(archived) = filter.archived {
+        query.push(" AND archived = ").push_bind(archived);
+    }
+    if !filter.statuses.is_empty() {
+        query
+            .push(" AND status = ANY(")
+            .push_bind(filter.statuses.clone())
+            .push(")");
+    }
+    if let Some(provider) = &filter.provider {
+        query.push(" AND provider = ").push_bind(provider.clone());
+    }
+    if let Some((created_at, id)) = filter.after {
+        query
+            .push(" AND (created_at < ")
+            .push_bind(created_at)
+            .push(" OR (created_at = ")
+            .push_bind(created_at)
+            .push(" AND id > ")
+            .push_bind(id)
+            .push("))");
+    }
+    query
+        .push(" ORDER BY created_at DESC, id LIMIT ")
+        .push_bind(filter.limit);
+    query.build_query_as().fetch_all(pool).await
 }
 
 /// The folded view of a VM as the read model has it: its jobs with who and when.
@@ -96,14 +135,14 @@ pub async fn save(
     let state = serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query(
         "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
-                               created_at, updated_at, last_sequence, state, expires_at,
-                               boot_since)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                               created_at, updated_at, last_sequence, state, archived,
+                               expires_at, boot_since)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
          ON CONFLICT (id) DO UPDATE
          SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
              updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
-             state = excluded.state, expires_at = excluded.expires_at,
-             boot_since = excluded.boot_since",
+             state = excluded.state, archived = excluded.archived,
+             expires_at = excluded.expires_at, boot_since = excluded.boot_since",
     )
     .bind(vm.as_uuid())
     .bind(spec.name.as_str())
@@ -116,6 +155,7 @@ pub async fn save(
     .bind(updated)
     .bind(view.last_sequence as i64)
     .bind(state)
+    .bind(view.archived)
     .bind(view.expires_at())
     .bind(view.boot_since)
     .execute(&mut **tx)

@@ -3,6 +3,7 @@ pub mod callbacks;
 pub mod events;
 pub mod health;
 pub mod providers;
+pub mod ssh_keys;
 pub mod vms;
 
 /// Who did it and in which request: the admin (the only identity for now), and the

@@ -8,7 +8,7 @@ use daemon::Roles;
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app_with, vm_request, TestApp};
-use crate::wire::{Problem, Vm};
+use crate::wire::{Problem, Vm, VmPage};
 
 /// A response's status, `Provisioning-Position` and `Retry-After` headers and body.
 pub struct Reply {
@@ -132,7 +132,7 @@ async fn a_get_with_a_commands_position_shows_its_effect() {
         .send()
         .await
         .unwrap();
-    let listed: Vec<Vm> = Reply::of(by_header).await.json();
+    let listed: Vec<Vm> = Reply::of(by_header).await.json::<VmPage>().items;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0], destroyed.json::<Vm>());
 

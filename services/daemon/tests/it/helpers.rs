@@ -143,6 +143,8 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         kubernetes: None,
         db_limits: Default::default(),
         lifecycle: Default::default(),
+        ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
+        trusted_client_ip_header: None,
     }
 }
 

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, vm_request};
-use crate::wire::{kinds as types, LogLine, Problem, Vm};
+use crate::wire::{kinds as types, LogLine, Problem, Vm, VmPage};
 
 #[tokio::test]
 async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
@@ -56,7 +56,7 @@ async fn a_vm_on_local_is_provisioned_with_the_ip_terraform_computed() {
     let lines: Vec<i64> = page.iter().map(|l| l.line).collect();
     assert_eq!(lines, [4, 5], "a page of lines after a given one");
 
-    let list: Vec<Vm> = app.get_json("/api/v1/vms").await;
+    let list: Vec<Vm> = app.get_json::<VmPage>("/api/v1/vms").await.items;
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].id, id);
     app.assert_consumers_drained().await;

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::answers::{create, destroy};
 use crate::helpers::{spawn_app, vm_request, TestApp};
-use crate::wire::Vm;
+use crate::wire::{Vm, VmPage};
 
 const VMS: usize = 100;
 const CLIENTS: usize = 50;
@@ -18,7 +18,7 @@ const CLIENTS: usize = 50;
 async fn wait_all(app: &TestApp, status: &str, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
-        let vms: Vec<Vm> = app.get_json("/api/v1/vms").await;
+        let vms: Vec<Vm> = app.get_json::<VmPage>("/api/v1/vms").await.items;
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         for vm in &vms {
             *counts.entry(vm.status.clone()).or_default() += 1;

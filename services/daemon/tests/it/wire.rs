@@ -22,6 +22,14 @@ pub struct Vm {
     pub expires_at: Option<String>,
     pub hostname: Option<String>,
     pub app: Option<Value>,
+    pub archived: bool,
+}
+
+/// `VmPage`: a page of the VM list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmPage {
+    pub items: Vec<Vm>,
+    pub next: Option<String>,
 }
 
 /// `JobSummary`: the job a VM runs or is about to run, or one waiting behind it.
@@ -69,6 +77,24 @@ pub struct LogLine {
     #[serde(rename = "type")]
     pub kind: String,
     pub recorded_at: String,
+}
+
+/// `SshKeyOut`: a registered SSH key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SshKey {
+    pub id: String,
+    pub name: String,
+    pub public_key: String,
+    pub algorithm: String,
+    pub fingerprint: String,
+    pub created_at: String,
+}
+
+/// `GeneratedSshKeyOut`: a key pair the server made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedSshKey {
+    pub private_key: String,
+    pub key: SshKey,
 }
 
 /// `ErrorBody`: every error's body.

@@ -1,8 +1,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::provisioning::{
-    Cidr, DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError,
-    SshPublicKey, Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
+    DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError, SshPublicKey,
+    Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
 };
 use domain::Decide;
 use serde::{Deserialize, Serialize};
@@ -12,8 +12,11 @@ use uuid::Uuid;
 
 use super::{answered_meanwhile, run, vm_out, VmOut};
 use crate::answers::{kept_answer, Answered, IdempotencyKey};
+use crate::auth::Owner;
 use crate::error::vm_command_failed;
+use crate::network::{allowed_networks, ClientAddr};
 use crate::routes::metadata;
+use crate::routes::ssh_keys::registered_key;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 /// A request for a VM.
@@ -30,9 +33,18 @@ pub struct CreateVmIn {
     pub provider: String,
     /// A template id from `GET /api/v1/providers/{provider}/templates`.
     pub template: String,
-    /// An OpenSSH public key, e.g. `ssh-ed25519 AAAA... me@laptop`.
-    pub ssh_public_key: String,
-    /// IPv4 networks allowed to reach the VM over SSH, at least one, e.g. `["192.0.2.0/24"]`.
+    /// An OpenSSH public key, e.g. `ssh-ed25519 AAAA... me@laptop`: ed25519, ECDSA
+    /// (nistp256, nistp384, nistp521) or RSA of at least 3072 bits. Give this or
+    /// `ssh_key_id`, not both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_public_key: Option<String>,
+    /// The id of a key registered at `/api/v1/ssh-keys`, instead of `ssh_public_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_key_id: Option<String>,
+    /// IPv4 networks allowed to reach the VM over SSH, at least one, e.g. `["192.0.2.0/24"]`,
+    /// each no wider than the platform allows (a /16 by default; never `0.0.0.0/0`), written
+    /// as a network (`192.0.2.0/24`, not `192.0.2.1/24`). `me` stands for the caller's
+    /// address, as a /32.
     pub allow_ssh_from: Vec<String>,
     /// How long the VM may live: 1 to 168 hours.
     pub duration_hours: i64,
@@ -60,6 +72,8 @@ pub struct CreateVmIn {
 #[tracing::instrument(skip_all, fields(vm_id))]
 pub async fn create_vm(
     State(state): State<AppState>,
+    owner: Owner,
+    caller: ClientAddr,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<CreateVmIn>,
@@ -73,7 +87,7 @@ pub async fn create_vm(
             return Ok(kept);
         }
     }
-    let spec = validate(&state, &input).await?;
+    let spec = validate(&state, &input, &owner, &caller).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
     tracing::Span::current().record("vm_id", tracing::field::display(vm));
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
@@ -82,7 +96,17 @@ pub async fn create_vm(
         at: time::OffsetDateTime::now_utc(),
     };
     let metadata = metadata(&request_id);
-    match run(&state, vm, command, &metadata, key, None).await {
+    match run(
+        &state,
+        vm,
+        command,
+        &metadata,
+        key,
+        None,
+        StatusCode::ACCEPTED,
+    )
+    .await
+    {
         Ok(Some(answer)) => Ok(answer),
         Ok(None) => answered_meanwhile(&state, key).await,
         Err(CommandError::Rejected(ProvisioningError::AlreadyRequested)) => {
@@ -177,7 +201,12 @@ fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
 }
 
 /// Checks every field, the catalog included; returns the first problem, naming its field.
-async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiError> {
+async fn validate(
+    state: &AppState,
+    input: &CreateVmIn,
+    owner: &Owner,
+    caller: &ClientAddr,
+) -> Result<VmSpec, ApiError> {
     let invalid = |field: &str, reason: String| ApiError::Invalid {
         field: field.into(),
         reason,
@@ -212,18 +241,23 @@ async fn validate(state: &AppState, input: &CreateVmIn) -> Result<VmSpec, ApiErr
                 ),
             )
         })?;
-    let ssh_public_key = SshPublicKey::parse(&input.ssh_public_key)?;
-    if input.allow_ssh_from.is_empty() {
-        return Err(invalid(
-            "allow_ssh_from",
-            "must name at least one network".into(),
-        ));
-    }
-    let allow_ssh_from = input
-        .allow_ssh_from
-        .iter()
-        .map(|c| Cidr::parse(c))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ssh_public_key = match (&input.ssh_public_key, &input.ssh_key_id) {
+        (Some(key), None) => SshPublicKey::parse(key)?,
+        (None, Some(id)) => registered_key(state, owner, id).await?,
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "ssh_public_key",
+                "give either ssh_public_key or ssh_key_id, not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(invalid(
+                "ssh_public_key",
+                "missing: give ssh_public_key, or ssh_key_id to use a registered key".into(),
+            ))
+        }
+    };
+    let allow_ssh_from = allowed_networks(&state.network, &input.allow_ssh_from, caller)?;
     let duration_hours = DurationHours::parse(input.duration_hours)?;
     Ok(VmSpec {
         name,

@@ -1,6 +1,7 @@
 //! `/api/v1/vms`: requesting, reading, destroying and watching VMs.
 
 mod actions;
+mod archive;
 mod create;
 mod destroy;
 mod expiry;
@@ -10,6 +11,7 @@ mod read;
 mod stream;
 
 pub use actions::*;
+pub use archive::*;
 pub use create::*;
 pub use destroy::*;
 pub use expiry::*;
@@ -43,6 +45,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms/{id}/stream", get(stream_vm))
         .route("/vms/{id}/retry", post(retry_vm))
         .route("/vms/{id}/refresh", post(refresh_vm))
+        .route("/vms/{id}/archive", post(archive_vm))
         .route("/vms/{id}/jobs", get(list_vm_jobs))
         .route("/vms/{id}/jobs/{job}", get(get_vm_job))
         .route("/vms/{id}/jobs/{job}/logs", get(list_vm_job_logs))
@@ -96,6 +99,9 @@ pub struct VmOut {
     /// `{"state": "ready", "url": ...}` or `{"state": "failed", "reason": ...}`.
     #[schema(value_type = Option<Object>)]
     pub app: Option<AppStatus>,
+    /// Archived (`POST /api/v1/vms/{id}/archive`, once destroyed): left out of the list
+    /// unless it asks for `archived=true` or `all`.
+    pub archived: bool,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -152,6 +158,7 @@ impl From<store::views::VmRow> for VmOut {
             expires_at: row.expires_at,
             hostname: row.boot.and_then(|b| b.0.hostname),
             app: row.app.map(|a| a.0),
+            archived: row.archived,
         }
     }
 }
@@ -171,7 +178,9 @@ fn vm_from_state(
     updated_at: OffsetDateTime,
 ) -> Option<VmOut> {
     let spec = state.spec()?;
-    Some(vm_out(vm, spec, state.lifecycle(), created_at, updated_at))
+    let mut out = vm_out(vm, spec, state.lifecycle(), created_at, updated_at);
+    out.archived = state.archived();
+    Some(out)
 }
 
 fn vm_out(
@@ -196,6 +205,7 @@ fn vm_out(
         expires_at: lifecycle.expiry.map(|e| e.expires_at),
         hostname: lifecycle.boot.as_ref().and_then(|b| b.hostname.clone()),
         app: lifecycle.app.clone(),
+        archived: false,
     }
 }
 
@@ -205,6 +215,7 @@ fn answer(
     vm: VmId,
     committed: &store::Committed<Provisioning>,
     created_at: Option<OffsetDateTime>,
+    status: StatusCode,
 ) -> (u16, serde_json::Value) {
     let first = committed.events.first().map(|e| e.recorded_at);
     let last = committed.events.last().map(|e| e.recorded_at);
@@ -212,7 +223,7 @@ fn answer(
     let created_at = created_at.or(first).unwrap_or(now);
     let body = vm_from_state(vm, &committed.state, created_at, last.unwrap_or(now));
     let body = serde_json::to_value(body).expect("a VM is plain data");
-    (StatusCode::ACCEPTED.as_u16(), body)
+    (status.as_u16(), body)
 }
 
 /// Runs `command` on VM `vm` and answers from its own events. With an `Idempotency-Key`,
@@ -225,8 +236,9 @@ async fn run(
     metadata: &store::Metadata,
     key: Option<(&str, &str)>,
     created_at: Option<OffsetDateTime>,
+    status: StatusCode,
 ) -> Result<Option<Answered>, store::CommandError<ProvisioningError>> {
-    let answer = |c: &store::Committed<Provisioning>| answer(vm, c, created_at);
+    let answer = |c: &store::Committed<Provisioning>| answer(vm, c, created_at, status);
     let receipt = key.map(|(key, fingerprint)| store::Receipt {
         key,
         fingerprint,
@@ -266,6 +278,20 @@ async fn command_vm(
     request_id: &crate::RequestId,
     key: Option<String>,
 ) -> Result<Answered, ApiError> {
+    let status = StatusCode::ACCEPTED;
+    command_vm_answering(state, id, what, command, request_id, key, status).await
+}
+
+/// [`command_vm`], answering `status`: `200` for a command done when it is recorded.
+async fn command_vm_answering(
+    state: &AppState,
+    id: &str,
+    what: impl Fn(VmId) -> String,
+    command: ProvisioningCommand,
+    request_id: &crate::RequestId,
+    key: Option<String>,
+    status: StatusCode,
+) -> Result<Answered, ApiError> {
     let vm = parse_id(id)?;
     let fingerprint = what(vm);
     if let Some(key) = &key {
@@ -279,7 +305,17 @@ async fn command_vm(
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
     let metadata = crate::routes::metadata(request_id);
-    match run(state, vm, command, &metadata, key, Some(first.first_at)).await {
+    match run(
+        state,
+        vm,
+        command,
+        &metadata,
+        key,
+        Some(first.first_at),
+        status,
+    )
+    .await
+    {
         Ok(Some(answer)) => Ok(answer),
         Ok(None) => answered_meanwhile(state, key).await,
         Err(e) => Err(crate::error::vm_command_failed(vm, e)),

@@ -1,16 +1,143 @@
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::Json;
+use domain::provisioning::VmStatus;
+use serde::Serialize;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
 use super::{parse_id, VmOut};
 use crate::{ApiError, AppState};
 
-/// The VMs, newest first (at most 1000).
+/// How many VMs a page has unless `limit` says otherwise, and at most.
+const DEFAULT_LIMIT: i64 = 100;
+const MAX_LIMIT: i64 = 1000;
+
+/// A page of VMs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VmPage {
+    /// Newest first (by `created_at`, then `id`).
+    pub items: Vec<VmOut>,
+    /// Pass it as `after` for the next page; `null` on the last page.
+    pub next: Option<String>,
+}
+
+/// The VMs, newest first, a page at a time. Archived VMs are left out unless
+/// `archived=true` (only them) or `archived=all`.
 #[utoipa::path(get, path = "/api/v1/vms", tag = "vms",
     security(("bearer" = [])),
-    responses((status = 200, body = [VmOut]), (status = 401, body = crate::error::ErrorBody)))]
-pub async fn list_vms(State(state): State<AppState>) -> Result<Json<Vec<VmOut>>, ApiError> {
-    let rows = store::views::list(&state.pool, 1000).await?;
-    Ok(Json(rows.into_iter().map(VmOut::from).collect()))
+    params(
+        ("status" = Option<String>, Query, description = "Only VMs with this status; repeat it or separate statuses by commas (`status=failed,destroyed`)"),
+        ("provider" = Option<String>, Query, description = "Only VMs of this provider"),
+        ("archived" = Option<String>, Query, description = "`false` (the default): not archived; `true`: only archived; `all`: both"),
+        ("after" = Option<String>, Query, description = "The `next` of the previous page"),
+        ("limit" = Option<i64>, Query, description = "VMs per page, 1 to 1000 (100 by default)"),
+    ),
+    responses(
+        (status = 200, body = VmPage),
+        (status = 401, body = crate::error::ErrorBody),
+        (status = 422, description = "A parameter is invalid (`detail` names it)", body = crate::error::ErrorBody),
+    ))]
+pub async fn list_vms(
+    State(state): State<AppState>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Result<Json<VmPage>, ApiError> {
+    let mut filter = list_filter(&params)?;
+    let limit = filter.limit;
+    // One more than asked: whether a next page exists, without a second query.
+    filter.limit += 1;
+    let mut rows = store::views::list(&state.pool, &filter).await?;
+    let next = match rows.len() as i64 > limit {
+        true => {
+            rows.truncate(limit as usize);
+            rows.last().map(|last| cursor(last.created_at, last.id))
+        }
+        false => None,
+    };
+    Ok(Json(VmPage {
+        items: rows.into_iter().map(VmOut::from).collect(),
+        next,
+    }))
+}
+
+/// The list's query parameters; the first one wrong is named.
+fn list_filter(params: &[(String, String)]) -> Result<store::views::ListFilter, ApiError> {
+    let invalid = |field: &str, reason: String| ApiError::Invalid {
+        field: field.into(),
+        reason,
+    };
+    let mut filter = store::views::ListFilter {
+        archived: Some(false),
+        limit: DEFAULT_LIMIT,
+        ..Default::default()
+    };
+    for (name, value) in params {
+        match name.as_str() {
+            "status" => {
+                for status in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let known = VmStatus::parse(status).ok_or_else(|| {
+                        let all: Vec<&str> = VmStatus::SHOWN.iter().map(|s| s.as_str()).collect();
+                        invalid(
+                            "status",
+                            format!("{status:?} is not a status; one of {}", all.join(", ")),
+                        )
+                    })?;
+                    filter.statuses.push(known.as_str().to_owned());
+                }
+            }
+            "provider" => filter.provider = Some(value.clone()),
+            "archived" => {
+                filter.archived = match value.as_str() {
+                    "false" => Some(false),
+                    "true" => Some(true),
+                    "all" => None,
+                    _ => return Err(invalid("archived", "must be false, true or all".into())),
+                }
+            }
+            "after" => {
+                let after = parse_cursor(value).ok_or_else(|| {
+                    invalid(
+                        "after",
+                        "is not a cursor: pass the `next` of the previous page".into(),
+                    )
+                })?;
+                filter.after = Some(after);
+            }
+            "limit" => {
+                filter.limit = value
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        invalid("limit", format!("must be a number from 1 to {MAX_LIMIT}"))
+                    })?;
+            }
+            // Read by the layer that waits for the read models (`min_position`).
+            "min_position" => {}
+            other => {
+                return Err(invalid(
+                    other,
+                    "is not a parameter of this list (status, provider, archived, after, limit)"
+                        .into(),
+                ))
+            }
+        }
+    }
+    Ok(filter)
+}
+
+/// Where a page ends: the last VM's creation time (in microseconds, as Postgres keeps it)
+/// and id. Opaque to clients.
+fn cursor(created_at: OffsetDateTime, id: Uuid) -> String {
+    let micros = created_at.unix_timestamp_nanos() / 1000;
+    format!("{micros}_{}", id.simple())
+}
+
+fn parse_cursor(cursor: &str) -> Option<(OffsetDateTime, Uuid)> {
+    let (micros, id) = cursor.split_once('_')?;
+    let micros: i128 = micros.parse().ok()?;
+    let at = OffsetDateTime::from_unix_timestamp_nanos(micros.checked_mul(1000)?).ok()?;
+    Some((at, Uuid::try_parse(id).ok()?))
 }
 
 /// One VM.
@@ -28,4 +155,53 @@ pub async fn get_vm(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
     Ok(Json(row.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(query: &[(&str, &str)]) -> Vec<(String, String)> {
+        query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_cursor_reads_back_as_the_vm_it_was_made_of() {
+        let at = OffsetDateTime::from_unix_timestamp_nanos(1_733_238_000_123_456_000).unwrap();
+        let id = Uuid::new_v4();
+        assert_eq!(parse_cursor(&cursor(at, id)), Some((at, id)));
+        for wrong in ["", "12", "x_y", "12_notauuid", &format!("_{id}")] {
+            assert_eq!(parse_cursor(wrong), None, "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn statuses_may_be_repeated_or_comma_separated() {
+        let filter = list_filter(&params(&[
+            ("status", "failed,destroyed"),
+            ("status", "requested"),
+        ]))
+        .unwrap();
+        assert_eq!(filter.statuses, ["failed", "destroyed", "requested"]);
+        assert_eq!(filter.archived, Some(false));
+        assert_eq!(filter.limit, DEFAULT_LIMIT);
+    }
+
+    #[test]
+    fn wrong_parameters_are_named() {
+        for (query, field) in [
+            (("status", "gone"), "status"),
+            (("limit", "0"), "limit"),
+            (("limit", "1001"), "limit"),
+            (("after", "nope"), "after"),
+            (("archived", "maybe"), "archived"),
+            (("colour", "red"), "colour"),
+        ] {
+            let err = list_filter(&params(&[query])).unwrap_err();
+            assert!(err.to_string().starts_with(&format!("{field}: ")), "{err}");
+        }
+    }
 }

@@ -1,0 +1,164 @@
+//! Who may reach a VM over SSH: the networks of a request, checked against the platform's
+//! limits, and `me`, the caller's own address.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::HeaderName;
+use domain::provisioning::Cidr;
+
+use crate::{ApiError, AppState};
+
+/// The widest network a VM's SSH may be opened to, by default: a /16.
+pub const DEFAULT_WIDEST_PREFIX: u8 = 16;
+
+/// The platform's rules for `allow_ssh_from`.
+#[derive(Debug, Clone)]
+pub struct NetworkRules {
+    /// Networks with fewer prefix bits than this are refused (`0.0.0.0/0` always is).
+    pub widest_prefix: u8,
+    /// Behind a proxy: the header in which it names the caller (`X-Forwarded-For`). Unset,
+    /// `me` is the connection's peer and no header is believed: any client can write one.
+    pub trusted_client_ip_header: Option<HeaderName>,
+}
+
+impl Default for NetworkRules {
+    fn default() -> Self {
+        NetworkRules {
+            widest_prefix: DEFAULT_WIDEST_PREFIX,
+            trusted_client_ip_header: None,
+        }
+    }
+}
+
+/// The caller's address, as far as the server can tell; why not, if it cannot. Only `me`
+/// needs it, so a request without one fails only when it says `me`.
+#[derive(Debug, Clone)]
+pub struct ClientAddr(Result<IpAddr, String>);
+
+impl FromRequestParts<AppState> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(header) = &state.network.trusted_client_ip_header else {
+            let peer = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| peer.ip())
+                .ok_or_else(|| "the server does not know the connection's address".to_owned());
+            return Ok(ClientAddr(peer));
+        };
+        // The proxy in front adds the address it saw last (after what the client sent, which
+        // anyone can forge): the last value of the last header line.
+        let named = parts
+            .headers
+            .get_all(header)
+            .iter()
+            .next_back()
+            .ok_or_else(|| format!("the {header} header that names the caller is missing"))
+            .and_then(|value| {
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(|v| v.rsplit(',').next())
+                    .and_then(|v| v.trim().parse::<IpAddr>().ok())
+                    .ok_or_else(|| format!("the {header} header does not end with an address"))
+            });
+        Ok(ClientAddr(named))
+    }
+}
+
+/// The networks of `entries`: IPv4 CIDRs within the platform's limit, and `me` for the
+/// caller's address as a /32. The first problem names its entry.
+pub fn allowed_networks(
+    rules: &NetworkRules,
+    entries: &[String],
+    caller: &ClientAddr,
+) -> Result<Vec<Cidr>, ApiError> {
+    let invalid = |reason: String| ApiError::Invalid {
+        field: "allow_ssh_from".into(),
+        reason,
+    };
+    if entries.is_empty() {
+        return Err(invalid("must name at least one network".into()));
+    }
+    let mut networks = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let network = match entry.trim() {
+            "me" => me(caller).map_err(invalid)?,
+            cidr => Cidr::parse(cidr)?,
+        };
+        network.check_width(rules.widest_prefix)?;
+        if !networks.contains(&network) {
+            networks.push(network);
+        }
+    }
+    Ok(networks)
+}
+
+/// `me`: the caller's IPv4 address as a /32.
+fn me(caller: &ClientAddr) -> Result<Cidr, String> {
+    match &caller.0 {
+        Err(why) => Err(format!("\"me\" cannot be used: {why}")),
+        Ok(ip) => match ip.to_canonical() {
+            IpAddr::V4(v4) => Ok(Cidr::host(v4)),
+            IpAddr::V6(v6) => Err(format!(
+                "\"me\" is {v6}, an IPv6 address, and VMs take IPv4 networks only: \
+                 name your IPv4 network instead"
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(ip: &str) -> ClientAddr {
+        ClientAddr(Ok(ip.parse().unwrap()))
+    }
+
+    fn networks(entries: &[&str], from: &ClientAddr) -> Result<Vec<String>, String> {
+        let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+        allowed_networks(&NetworkRules::default(), &entries, from)
+            .map(|n| n.iter().map(Cidr::to_string).collect())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn me_is_the_callers_address_as_a_host_network() {
+        let from = caller("198.51.100.7");
+        assert_eq!(
+            networks(&["me", "192.0.2.0/24"], &from).unwrap(),
+            ["198.51.100.7/32", "192.0.2.0/24"]
+        );
+        // An IPv4 peer of a dual-stack listener.
+        assert_eq!(
+            networks(&["me"], &caller("::ffff:198.51.100.7")).unwrap(),
+            ["198.51.100.7/32"]
+        );
+    }
+
+    #[test]
+    fn me_from_an_ipv6_caller_or_an_unknown_one_is_refused_with_the_reason() {
+        let v6 = networks(&["me"], &caller("2001:db8::1")).unwrap_err();
+        assert!(v6.starts_with("allow_ssh_from: "), "{v6}");
+        assert!(v6.contains("IPv6"), "{v6}");
+        let unknown = ClientAddr(Err("the X-Forwarded-For header is missing".into()));
+        let err = networks(&["me"], &unknown).unwrap_err();
+        assert!(err.contains("X-Forwarded-For"), "{err}");
+    }
+
+    #[test]
+    fn wide_networks_are_refused_and_a_slash_16_is_not() {
+        let from = caller("192.0.2.1");
+        assert!(networks(&["0.0.0.0/0"], &from).is_err());
+        assert!(networks(&["10.0.0.0/8"], &from).is_err());
+        assert!(networks(&["10.1.0.0/16"], &from).is_ok());
+        assert!(networks(&[], &from).is_err());
+    }
+}

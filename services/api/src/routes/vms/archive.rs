@@ -1,0 +1,36 @@
+//! `POST /api/v1/vms/{id}/archive`: a destroyed VM leaves the default list.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use domain::provisioning::ProvisioningCommand;
+
+use super::{command_vm_answering, VmOut};
+use crate::answers::{Answered, IdempotencyKey};
+use crate::{ApiError, AppState, RequestId};
+
+/// Archives a destroyed VM: `GET /api/v1/vms` leaves it out unless asked for archived VMs.
+/// Its history (events, jobs, logs) stays. Archiving it again answers the VM as it is and
+/// records nothing.
+#[utoipa::path(post, path = "/api/v1/vms/{id}/archive", tag = "vms",
+    security(("bearer" = [])),
+    params(
+        ("id" = String, Path, description = "VM id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of the request safe (kept 24 h)"),
+    ),
+    responses(
+        (status = 200, description = "Archived (now or before)", body = VmOut),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 409, description = "The VM is not destroyed", body = crate::error::ErrorBody),
+        (status = 503, description = "Nothing was changed; retry after `Retry-After` seconds", body = crate::error::ErrorBody),
+    ))]
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
+pub async fn archive_vm(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request_id: RequestId,
+    IdempotencyKey(key): IdempotencyKey,
+) -> Result<Answered, ApiError> {
+    let what = |vm| format!("POST /api/v1/vms/{vm}/archive");
+    let command = ProvisioningCommand::Archive;
+    command_vm_answering(&state, &id, what, command, &request_id, key, StatusCode::OK).await
+}
