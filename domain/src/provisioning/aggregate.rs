@@ -194,7 +194,7 @@ impl Provisioning {
         Ok(vec![
             ProvisioningEvent::Requested {
                 spec: spec.clone(),
-                expires_at: Some(at + lives),
+                expires_at: Some(expiry::micros(at + lives)),
             },
             ProvisioningEvent::JobQueued {
                 job_id: JobId::FIRST,

@@ -51,6 +51,13 @@ impl Expiry {
     }
 }
 
+/// `t` to the microsecond, as Postgres keeps times: an expiry shows the same in a
+/// command's answer and in the read model.
+pub fn micros(t: OffsetDateTime) -> OffsetDateTime {
+    t.replace_nanosecond(t.nanosecond() / 1000 * 1000)
+        .expect("a whole number of microseconds is a valid nanosecond")
+}
+
 /// Written as `24h`, `90m` or `30s`, as in `PROVISIONING_EXPIRY_WARNINGS`.
 pub fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();
@@ -81,7 +88,7 @@ pub(super) fn extend(
     if !(1..=longest).contains(&hours) {
         return Err(ProvisioningError::ExtendHours { longest });
     }
-    let from = lifecycle.expiry.map_or(at, |e| e.expires_at.max(at));
+    let from = micros(lifecycle.expiry.map_or(at, |e| e.expires_at.max(at)));
     let expires_at = from + time::Duration::hours(hours.into());
     if expires_at - at > LONGEST {
         return Err(ProvisioningError::ExtendTooFar {
@@ -110,10 +117,15 @@ pub(super) fn set(
             days: FURTHEST_SET.as_secs() / 86400,
         });
     }
-    if lifecycle.expiry.is_some_and(|e| e.expires_at == expires_at) {
+    if lifecycle
+        .expiry
+        .is_some_and(|e| e.expires_at == micros(expires_at))
+    {
         return Ok(vec![]); // set so already
     }
-    Ok(vec![ProvisioningEvent::ExpirySet { expires_at }])
+    Ok(vec![ProvisioningEvent::ExpirySet {
+        expires_at: micros(expires_at),
+    }])
 }
 
 /// The warning that the VM expires within `before`, once per expiry, when its time came.

@@ -239,10 +239,13 @@ fn metadata(vm: VmId) -> Metadata {
     Metadata::new(Actor::Runner, vm.to_string())
 }
 
-/// How long a message waits before it is delivered again: half a second after its first
-/// delivery, doubling with each one after, up to [`MAX_RETRY_DELAY`].
-const RETRY_DELAY: Duration = Duration::from_millis(500);
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// How long a message waits before it is delivered again: a quarter second after its
+/// first delivery, doubling with each one after, up to [`MAX_RETRY_DELAY`]. Kept short: a
+/// message waits for a line that another ingester replica holds and commits within a
+/// moment (replicas share the consumer, so a job's lines are split between them); a long
+/// delay would hold every later line of the job back with it.
+const RETRY_DELAY: Duration = Duration::from_millis(250);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(2);
 
 fn retry_delay(message: &Message) -> Duration {
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1).max(1);
