@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::events::Diagnostic;
+use super::events::{Diagnostic, DriftedResource};
 use super::values::{JobId, VmSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,4 +69,7 @@ pub struct JobOutcome {
     /// How many lines the runner published; the job ends only once all are recorded.
     #[serde(default)]
     pub lines: u32,
+    /// The resources a refresh found changed outside Terraform; empty for other jobs.
+    #[serde(default)]
+    pub drift: Vec<DriftedResource>,
 }

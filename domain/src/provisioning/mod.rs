@@ -14,11 +14,11 @@ mod views;
 pub use aggregate::Provisioning;
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
-pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
+pub use events::{Diagnostic, DriftedResource, JobAction, ProvisioningEvent, Severity};
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshPublicKey, TemplateId, ValueError, VmId, VmName,
     VmSpec,
 };
-pub use views::{JobRecord, Stamp, VmView};
+pub use views::{DriftReport, JobRecord, Stamp, VmView};

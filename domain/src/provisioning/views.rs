@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::events::{JobAction, ProvisioningEvent};
+use super::events::{DriftedResource, JobAction, ProvisioningEvent};
 use super::jobs::JobState;
 use super::lifecycle::Lifecycle;
 use super::values::{JobId, VmSpec};
@@ -18,6 +18,19 @@ pub struct VmView {
     pub jobs: Vec<JobRecord>,
     /// The aggregate sequence of the last event folded in; older events are skipped.
     pub last_sequence: u64,
+    /// What the last refresh found changed outside Terraform, until a successful create
+    /// (which makes the VM as configured again) or its destroy clears it.
+    #[serde(default)]
+    pub drift: Option<DriftReport>,
+}
+
+/// The resources a refresh job found drifted, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftReport {
+    pub job_id: JobId,
+    #[serde(with = "time::serde::rfc3339")]
+    pub detected_at: OffsetDateTime,
+    pub resources: Vec<DriftedResource>,
 }
 
 /// Who and when of an event, from its metadata.
@@ -61,7 +74,24 @@ impl VmView {
             self.spec = Some(spec.clone());
         }
         self.fold_job(stamp, event);
+        self.fold_drift(stamp, event);
         true
+    }
+
+    fn fold_drift(&mut self, stamp: Stamp<'_>, event: &ProvisioningEvent) {
+        match event {
+            ProvisioningEvent::DriftDetected { job_id, resources } => {
+                self.drift = Some(DriftReport {
+                    job_id: *job_id,
+                    detected_at: stamp.at,
+                    resources: resources.clone(),
+                });
+            }
+            ProvisioningEvent::Applied { .. } | ProvisioningEvent::Destroyed { .. } => {
+                self.drift = None;
+            }
+            _ => {}
+        }
     }
 
     /// A job of the VM.
@@ -121,7 +151,8 @@ impl VmView {
                 exit_code,
                 ..
             } => (job_id, JobState::Cancelled, *exit_code, Some(reason)),
-            E::Requested { .. } | E::LogLine { .. } | E::AddressChanged { .. } => return,
+            E::Requested { .. } | E::LogLine { .. } => return,
+            E::IpChanged { .. } | E::DriftDetected { .. } => return,
             E::DestroyRequested => return,
         };
         if let Some(job) = self.job_mut(*id) {
