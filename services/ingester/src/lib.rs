@@ -311,6 +311,7 @@ fn placeholder(
                         detail: note,
                     }],
                     lines: outcome.lines,
+                    drift: vec![],
                 },
             })
         }
@@ -364,6 +365,7 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                 outputs,
                 diagnostics,
                 lines,
+                drift,
             } => ProvisioningCommand::FinishJob {
                 job_id,
                 outcome: JobOutcome {
@@ -371,6 +373,7 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                     outputs,
                     diagnostics,
                     lines,
+                    drift,
                 },
             },
         };
