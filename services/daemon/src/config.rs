@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use secrecy::SecretString;
 
+mod drift;
 mod kubernetes;
+use drift::drift_check;
 use kubernetes::kubernetes;
 
 #[derive(Debug, Clone)]
@@ -48,6 +50,9 @@ pub struct Config {
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
     /// The statement and idle-in-transaction timeouts of the daemon's Postgres sessions.
     pub db_limits: store::SessionLimits,
+    /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
+    /// the default, when off.
+    pub drift_check: Option<ingester::DriftCheckConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +169,7 @@ impl Config {
             },
             kubernetes,
             db_limits: db_limits(&var)?,
+            drift_check: drift_check(&var)?,
         })
     }
 }

@@ -76,6 +76,7 @@ pub struct Application {
     kubernetes: Option<Arc<KubernetesExecutor>>,
     job_silence: std::time::Duration,
     max_runners: usize,
+    drift_check: Option<ingester::DriftCheckConfig>,
     cancel: CancellationToken,
 }
 
@@ -157,6 +158,7 @@ impl Application {
             kubernetes,
             job_silence: config.job_silence,
             max_runners: config.max_runners,
+            drift_check: config.drift_check,
             cancel: CancellationToken::new(),
         })
     }
@@ -240,6 +242,13 @@ impl Application {
                 limits: state.job_limits,
             };
             roles.spawn("watchdog", watchdog.run(cancel.clone()));
+            if let Some(config) = self.drift_check {
+                let check = ingester::DriftCheck {
+                    pool: state.pool.clone(),
+                    config,
+                };
+                roles.spawn("drift-check", check.run(cancel.clone()));
+            }
         }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();

@@ -11,9 +11,11 @@
 //! consumer; a job's lines or result that cannot be stored are stored as a short
 //! placeholder instead, so the job still ends.
 
+mod drift;
 mod liveness;
 mod watchdog;
 
+pub use drift::{DriftCheck, DriftCheckConfig, DEFAULT_DRIFT_BATCH};
 pub use watchdog::Watchdog;
 
 use std::sync::atomic::{AtomicU64, Ordering};

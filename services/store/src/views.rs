@@ -24,12 +24,15 @@ pub struct VmRow {
     pub active_job: Option<sqlx::types::Json<domain::provisioning::ActiveJob>>,
     /// The jobs waiting behind it, in order.
     pub waiting: sqlx::types::Json<Vec<domain::provisioning::WaitingJob>>,
+    /// What the last refresh found drifted, until a successful create clears it.
+    pub drift: Option<sqlx::types::Json<domain::provisioning::DriftReport>>,
 }
 
 const COLUMNS: &str =
     "id, name, provider, template, status, ip, last_error, created_at, updated_at, last_sequence,
      NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
-     COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting";
+     COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting,
+     NULLIF(state->'drift', 'null'::jsonb) AS drift";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))

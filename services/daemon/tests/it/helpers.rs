@@ -142,6 +142,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         runner_publish_retry: runner::DEFAULT_PUBLISH_RETRY,
         kubernetes: None,
         db_limits: Default::default(),
+        drift_check: None,
     }
 }
 

@@ -19,6 +19,23 @@ pub struct Vm {
     pub last_error: Option<String>,
     pub job: Option<Job>,
     pub queue: Vec<Job>,
+    pub drift: Option<Drift>,
+}
+
+/// `DriftOut`: what the last refresh found changed outside Terraform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub job_id: u32,
+    pub detected_at: String,
+    pub resources: Vec<DriftedResource>,
+}
+
+/// `DriftedResourceOut`: one drifted resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftedResource {
+    pub address: String,
+    pub action: String,
+    pub attributes: Vec<String>,
 }
 
 /// `JobSummary`: the job a VM runs or is about to run, or one waiting behind it.

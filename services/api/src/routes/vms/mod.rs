@@ -3,6 +3,7 @@
 mod actions;
 mod create;
 mod destroy;
+mod drift;
 mod history;
 mod jobs;
 mod read;
@@ -11,6 +12,7 @@ mod stream;
 pub use actions::*;
 pub use create::*;
 pub use destroy::*;
+pub use drift::*;
 pub use history::*;
 pub use jobs::*;
 pub use read::*;
@@ -80,6 +82,10 @@ pub struct VmOut {
     pub job: Option<JobSummary>,
     /// The jobs waiting behind `job`, in the order they will run.
     pub queue: Vec<JobSummary>,
+    /// What the last refresh found changed outside Terraform, until the next successful
+    /// create; none when nothing drifted. Read from the read model: the answer to a
+    /// command (202) leaves it out (null), `GET` shows it.
+    pub drift: Option<DriftOut>,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -133,6 +139,7 @@ impl From<store::views::VmRow> for VmOut {
             last_error: row.last_error,
             job: row.active_job.as_ref().map(|job| JobSummary::from(&job.0)),
             queue: row.waiting.0.iter().map(JobSummary::from).collect(),
+            drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
         }
     }
 }
@@ -174,6 +181,7 @@ fn vm_out(
         last_error: lifecycle.last_error.clone(),
         job: lifecycle.active_job.as_ref().map(JobSummary::from),
         queue: lifecycle.waiting.iter().map(JobSummary::from).collect(),
+        drift: None,
     }
 }
 
