@@ -140,7 +140,10 @@ fn a_drift_event_is_stored_with_names_of_attributes_only() {
             ]}
         })
     );
-    assert_eq!(serde_json::from_value::<ProvisioningEvent>(stored).unwrap(), event);
+    assert_eq!(
+        serde_json::from_value::<ProvisioningEvent>(stored).unwrap(),
+        event
+    );
     assert_eq!(event.name(), "DriftDetected");
 }
 

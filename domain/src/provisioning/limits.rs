@@ -131,7 +131,10 @@ mod tests {
         assert_eq!(kept.len(), MAX_DRIFTED + 1);
         assert_eq!(kept[0].address, "null_resource.r0\\0");
         assert_eq!(kept[0].attributes.len(), MAX_DRIFTED + 1);
-        assert_eq!(kept[0].attributes[MAX_DRIFTED], "(3 more attributes were cut)");
+        assert_eq!(
+            kept[0].attributes[MAX_DRIFTED],
+            "(3 more attributes were cut)"
+        );
         assert_eq!(kept[MAX_DRIFTED].address, "(5 more resources were cut)");
         assert_eq!(kept[MAX_DRIFTED].action, "cut");
     }

@@ -53,7 +53,9 @@ impl DriftCheck {
                 Err(CommandError::Rejected(e)) => {
                     tracing::info!(%vm, error = %e, "the drift check did not refresh the VM")
                 }
-                Err(e) => tracing::warn!(%vm, error = %e, "could not queue the drift check's refresh"),
+                Err(e) => {
+                    tracing::warn!(%vm, error = %e, "could not queue the drift check's refresh")
+                }
             }
             store::drift::checked(&self.pool, vm).await?;
         }

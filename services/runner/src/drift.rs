@@ -157,7 +157,13 @@ mod tests {
         );
         // Names only: no value of the document, secret or not, is in what is reported.
         let reported = serde_json::to_string(&drift).unwrap();
-        for value in ["hunter2", "changed-by-someone-else", "m1.large", "bob", "10.77.3"] {
+        for value in [
+            "hunter2",
+            "changed-by-someone-else",
+            "m1.large",
+            "bob",
+            "10.77.3",
+        ] {
             assert!(!reported.contains(value), "{value} in {reported}");
         }
     }

@@ -36,8 +36,14 @@ pub async fn run(
     let _plan = PlanFile(config.workdir.join(PLAN_FILE));
     let plan = || {
         let mut cmd = in_workspace(config);
-        cmd.args(["plan", "-refresh-only", "-json", "-input=false", LOCK_TIMEOUT])
-            .arg(format!("-out={PLAN_FILE}"));
+        cmd.args([
+            "plan",
+            "-refresh-only",
+            "-json",
+            "-input=false",
+            LOCK_TIMEOUT,
+        ])
+        .arg(format!("-out={PLAN_FILE}"));
         cmd
     };
     let code = retry_while_locked(plan, "plan", out, diagnostics).await?;
@@ -110,7 +116,9 @@ impl Drop for PlanFile {
         match std::fs::remove_file(&self.0) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(error = %e, path = %self.0.display(), "could not remove the saved plan"),
+            Err(e) => {
+                tracing::warn!(error = %e, path = %self.0.display(), "could not remove the saved plan")
+            }
         }
     }
 }

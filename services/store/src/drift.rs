@@ -14,11 +14,7 @@ pub const RUNNING_STATUSES: &[&str] = &["provisioned", "initializing", "running"
 /// At most `limit` VMs with a running status and no job to come (active or waiting) that
 /// were not checked within `interval`, the longest unchecked first. A VM never checked
 /// counts from its request, so its first check comes an interval after it.
-pub async fn due(
-    pool: &PgPool,
-    interval: Duration,
-    limit: i64,
-) -> Result<Vec<VmId>, sqlx::Error> {
+pub async fn due(pool: &PgPool, interval: Duration, limit: i64) -> Result<Vec<VmId>, sqlx::Error> {
     let statuses: Vec<String> = RUNNING_STATUSES.iter().map(|s| (*s).to_owned()).collect();
     let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
         "SELECT v.id FROM vm_views v LEFT JOIN drift_checks c ON c.vm_id = v.id

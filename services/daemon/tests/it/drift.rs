@@ -98,10 +98,8 @@ impl Drifting {
         let wrapper = terraform_wrapper(dir.path(), WRAPPER);
         let app = try_spawn_app(daemon::Roles::ALL, |config| {
             config.terraform_bin = wrapper;
-            config.drift_check = check.map(|(interval, batch)| ingester::DriftCheckConfig {
-                interval,
-                batch,
-            });
+            config.drift_check =
+                check.map(|(interval, batch)| ingester::DriftCheckConfig { interval, batch });
         })
         .await
         .expect("the application starts");
@@ -221,7 +219,10 @@ async fn the_drift_check_refreshes_running_vms_by_itself_and_records_what_drifte
     let vm: Vm = app.vm(&first).await;
     assert_ne!(vm.ip, before.ip);
     let state = app.terraform_state(&first).await;
-    assert_eq!(vm.ip.as_deref(), state["outputs"]["vm_ip"]["value"].as_str());
+    assert_eq!(
+        vm.ip.as_deref(),
+        state["outputs"]["vm_ip"]["value"].as_str()
+    );
     let changed = events.iter().find(|e| e.kind == "IpChanged").unwrap();
     assert_eq!(changed.data["vm_ip"], vm.ip.clone().unwrap());
     let drift = vm.drift.expect("the VM shows its drift");
@@ -249,7 +250,11 @@ async fn the_drift_check_refreshes_running_vms_by_itself_and_records_what_drifte
     drifting.wait_job(&first, 3, "succeeded").await;
     drifting.wait_job(&second, 3, "succeeded").await;
     assert!(
-        drifting.jobs(&failed).await.iter().all(|j| j.action != "refresh"),
+        drifting
+            .jobs(&failed)
+            .await
+            .iter()
+            .all(|j| j.action != "refresh"),
         "{:?}",
         drifting.jobs(&failed).await
     );
@@ -295,4 +300,63 @@ async fn drift_shows_in_the_vm_until_the_next_successful_create_clears_it() {
         "{:?}",
         kinds(&history)
     );
+}
+
+#[tokio::test]
+async fn an_address_change_stored_by_an_earlier_version_is_published_and_shown_as_ip_changed() {
+    use domain::provisioning::{Provisioning, ProvisioningCommand, VmId};
+    let app = crate::helpers::spawn_app_with(daemon::Roles {
+        api: true,
+        relay: true,
+        projector: true,
+        ..daemon::Roles::NONE
+    })
+    .await;
+    let vm = VmId::new();
+    let command = ProvisioningCommand::Request {
+        spec: crate::helpers::vm_spec("drift-old"),
+    };
+    let metadata = store::Metadata::new(store::Actor::Admin, "drift-test");
+    store::execute::<Provisioning>(&app.pool, vm, command, &metadata)
+        .await
+        .unwrap();
+    // As an earlier version stored it: `Requested` is 1, its `JobQueued` 2.
+    store::sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
+                             payload, metadata)
+         VALUES ('Provisioning', $1, 3, 'AddressChanged', '1.0', $2::text::json, '{}')",
+    )
+    .bind(vm.to_string())
+    .bind(
+        json!({"type": "AddressChanged", "data": {"job_id": 1, "vm_ip": "10.77.9.9"}}).to_string(),
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let response = app.get(&format!("/api/v1/vms/{vm}")).send().await.unwrap();
+        if response.status() == 200 {
+            let shown: Vm = response.json().await.unwrap();
+            if shown.ip.as_deref() == Some("10.77.9.9") {
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old event was not folded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let published = loop {
+        let messages = app.stream_messages().await;
+        if let Some(m) = messages.into_iter().find(|m| m.sequence == 3) {
+            break m;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not published");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(published.event_type, "IpChanged");
+    assert_eq!(published.data["vm_ip"], "10.77.9.9");
 }
