@@ -28,8 +28,8 @@ pub enum ProvisioningCommand {
     FinishJob { job_id: JobId, outcome: JobOutcome },
     /// Destroy the VM, now or after the jobs before it.
     RequestDestroy,
-    /// Read what the cloud has (`terraform apply -refresh-only`), now or after the jobs
-    /// before it.
+    /// Read what the cloud has (a refresh-only plan, applied), now or after the jobs before
+    /// it.
     Refresh,
     /// Run the failed create or destroy again.
     Retry,

@@ -16,8 +16,9 @@ pub enum JobAction {
     Create,
     /// `terraform destroy`.
     Destroy,
-    /// `terraform apply -refresh-only` (or `terraform refresh`): reads what the cloud has,
-    /// changes nothing there, and updates the outputs (the address).
+    /// `terraform plan -refresh-only` and `apply` of that plan (or `terraform refresh`):
+    /// reads what the cloud has, changes nothing there, updates the state and outputs (the
+    /// address), and reports what changed outside Terraform.
     Refresh,
 }
 

@@ -75,7 +75,7 @@ pub async fn run_action(
     retry_while_locked(command, args[0], out, diagnostics).await
 }
 
-/// Whether this Terraform has `apply -refresh-only` (0.15.4 and later; OpenTofu has it
+/// Whether this Terraform has `-refresh-only` plans (0.15.4 and later; OpenTofu has them
 /// from its first version), from `terraform version -json`.
 pub(crate) async fn has_refresh_only(config: &RunnerConfig) -> bool {
     let mut cmd = terraform(config);
