@@ -105,6 +105,7 @@ impl Decide for Provisioning {
                         outputs: Default::default(),
                         diagnostics: vec![],
                         lines: job.last_line,
+                        drift: vec![],
                     };
                     let mut events = self.finish(job, nothing_ran);
                     events.extend(self.next_to_run()?);
@@ -518,9 +519,15 @@ impl Provisioning {
                     outputs: outcome.outputs.clone(),
                 }];
                 if let Some(vm_ip) = vm_ip.filter(|ip| self.lifecycle.ip.as_ref() != Some(ip)) {
-                    events.push(ProvisioningEvent::AddressChanged {
+                    events.push(ProvisioningEvent::IpChanged {
                         job_id: job.id,
                         vm_ip,
+                    });
+                }
+                if !outcome.drift.is_empty() {
+                    events.push(ProvisioningEvent::DriftDetected {
+                        job_id: job.id,
+                        resources: limits::clean_drift(outcome.drift),
                     });
                 }
                 events
@@ -575,3 +582,7 @@ mod archive_tests;
 #[cfg(test)]
 #[path = "life_tests.rs"]
 mod life_tests;
+
+#[cfg(test)]
+#[path = "drift_tests.rs"]
+mod drift_tests;

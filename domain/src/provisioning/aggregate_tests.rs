@@ -98,6 +98,7 @@ pub(super) fn outcome(exit_code: i32, outputs: BTreeMap<String, serde_json::Valu
         outputs,
         diagnostics: vec![],
         lines: 0,
+        drift: vec![],
     }
 }
 
@@ -299,6 +300,7 @@ fn a_failed_apply_gives_terraforms_error_diagnostic_as_the_reason() {
         outputs: outputs_with_ip(),
         diagnostics: vec![warning.clone(), diagnostic.clone()],
         lines: 0,
+        drift: vec![],
     };
     Given::with(())
         .given(applying())

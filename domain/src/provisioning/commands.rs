@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::boot::BootReport;
-use super::events::Diagnostic;
+use super::events::{Diagnostic, DriftedResource};
 use super::values::{JobId, VmSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,8 +33,8 @@ pub enum ProvisioningCommand {
     FinishJob { job_id: JobId, outcome: JobOutcome },
     /// Destroy the VM, now or after the jobs before it.
     RequestDestroy,
-    /// Read what the cloud has (`terraform apply -refresh-only`), now or after the jobs
-    /// before it.
+    /// Read what the cloud has (a refresh-only plan, applied), now or after the jobs before
+    /// it.
     Refresh,
     /// Run the failed create or destroy again.
     Retry,
@@ -97,4 +97,7 @@ pub struct JobOutcome {
     /// How many lines the runner published; the job ends only once all are recorded.
     #[serde(default)]
     pub lines: u32,
+    /// The resources a refresh found changed outside Terraform; empty for other jobs.
+    #[serde(default)]
+    pub drift: Vec<DriftedResource>,
 }

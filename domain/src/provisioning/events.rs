@@ -16,8 +16,9 @@ pub enum JobAction {
     Create,
     /// `terraform destroy`.
     Destroy,
-    /// `terraform apply -refresh-only` (or `terraform refresh`): reads what the cloud has,
-    /// changes nothing there, and updates the outputs (the address).
+    /// `terraform plan -refresh-only` and `apply` of that plan (or `terraform refresh`):
+    /// reads what the cloud has, changes nothing there, updates the state and outputs (the
+    /// address), and reports what changed outside Terraform.
     Refresh,
 }
 
@@ -68,6 +69,19 @@ pub struct Diagnostic {
     pub detail: String,
 }
 
+/// A resource Terraform found changed outside it, as a refresh reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriftedResource {
+    /// Terraform's address of the resource, e.g. `openstack_compute_instance_v2.vm`.
+    pub address: String,
+    /// What changed it: `update` (attributes differ) or `delete` (it is gone).
+    pub action: String,
+    /// The names of the attributes whose values changed, in order; nested ones as paths
+    /// (`metadata.owner`). Empty for a deleted resource.
+    #[serde(default)]
+    pub attributes: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data")]
 pub enum ProvisioningEvent {
@@ -114,8 +128,17 @@ pub enum ProvisioningEvent {
         job_id: JobId,
         outputs: BTreeMap<String, serde_json::Value>,
     },
-    /// A refresh found the VM at another address than the one recorded.
-    AddressChanged { job_id: JobId, vm_ip: String },
+    /// A refresh found the VM at another address than the one recorded. Stored as
+    /// `AddressChanged` by earlier versions.
+    #[serde(alias = "AddressChanged")]
+    IpChanged { job_id: JobId, vm_ip: String },
+    /// A refresh found resources changed outside Terraform (Terraform's `resource_drift`):
+    /// which, and the names of their changed attributes (never the values, which may be
+    /// secret). Follows the job's `Refreshed`; shown until the next successful create.
+    DriftDetected {
+        job_id: JobId,
+        resources: Vec<DriftedResource>,
+    },
     /// A job failed; `reason` is what a user needs to read first.
     Failed {
         job_id: JobId,
@@ -204,7 +227,8 @@ impl ProvisioningEvent {
             ProvisioningEvent::LogLine { .. } => "LogLine",
             ProvisioningEvent::Applied { .. } => "Applied",
             ProvisioningEvent::Refreshed { .. } => "Refreshed",
-            ProvisioningEvent::AddressChanged { .. } => "AddressChanged",
+            ProvisioningEvent::IpChanged { .. } => "IpChanged",
+            ProvisioningEvent::DriftDetected { .. } => "DriftDetected",
             ProvisioningEvent::Failed { .. } => "Failed",
             ProvisioningEvent::JobCancelRequested { .. } => "JobCancelRequested",
             ProvisioningEvent::JobCancelled { .. } => "JobCancelled",

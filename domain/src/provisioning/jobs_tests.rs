@@ -317,7 +317,7 @@ fn a_refresh_that_finds_another_address_records_it() {
                 job_id: job(2),
                 outputs: outputs("10.77.0.10"),
             },
-            ProvisioningEvent::AddressChanged {
+            ProvisioningEvent::IpChanged {
                 job_id: job(2),
                 vm_ip: "10.77.0.10".into(),
             },

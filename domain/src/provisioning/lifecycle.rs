@@ -208,7 +208,9 @@ impl Lifecycle {
                 self.last_error = None;
                 self.end(*job_id, JobAction::Refresh, JobState::Succeeded, false);
             }
-            ProvisioningEvent::AddressChanged { vm_ip, .. } => self.ip = Some(vm_ip.clone()),
+            ProvisioningEvent::IpChanged { vm_ip, .. } => self.ip = Some(vm_ip.clone()),
+            // Shown by the read model; it changes nothing the state machine decides on.
+            ProvisioningEvent::DriftDetected { .. } => {}
             ProvisioningEvent::Failed {
                 job_id,
                 action,

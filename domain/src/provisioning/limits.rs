@@ -3,7 +3,7 @@
 //! text from Terraform is cleaned and cut here, with a marker saying so, rather than making
 //! an event that the ingester, relay or projector can never handle.
 
-use super::events::{Diagnostic, Severity};
+use super::events::{Diagnostic, DriftedResource, Severity};
 
 /// The most bytes kept of a diagnostic's summary or detail, or of a failure's reason.
 pub const MAX_TEXT: usize = 4 * 1024;
@@ -13,6 +13,10 @@ pub const MAX_NAME: usize = 255;
 pub const MAX_LINE: usize = 8 * 1024;
 /// The most diagnostics kept of one job; a last one says how many more were cut.
 pub const MAX_DIAGNOSTICS: usize = 32;
+
+/// The most drifted resources kept of one refresh, and attribute names of one resource;
+/// a last entry says how many more were cut.
+pub const MAX_DRIFTED: usize = 64;
 
 /// `text` without NUL characters (written `\0` instead, since Postgres' jsonb refuses
 /// them) and cut to at most `max` bytes, on a character boundary, with a marker if cut.
@@ -57,6 +61,42 @@ pub fn clean_diagnostics(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     kept
 }
 
+/// At most [`MAX_DRIFTED`] resources, each with at most [`MAX_DRIFTED`] attribute names,
+/// every text cleaned and cut; a last resource (action `cut`), or a last attribute, says
+/// how many more there were.
+pub fn clean_drift(resources: Vec<DriftedResource>) -> Vec<DriftedResource> {
+    let total = resources.len();
+    let mut kept: Vec<DriftedResource> = resources
+        .into_iter()
+        .take(MAX_DRIFTED)
+        .map(|r| {
+            let more = r.attributes.len().saturating_sub(MAX_DRIFTED);
+            let mut attributes: Vec<String> = r
+                .attributes
+                .into_iter()
+                .take(MAX_DRIFTED)
+                .map(|a| clean(a, MAX_TEXT))
+                .collect();
+            if more > 0 {
+                attributes.push(format!("({more} more attributes were cut)"));
+            }
+            DriftedResource {
+                address: clean(r.address, MAX_TEXT),
+                action: clean(r.action, MAX_TEXT),
+                attributes,
+            }
+        })
+        .collect();
+    if total > MAX_DRIFTED {
+        kept.push(DriftedResource {
+            address: format!("({} more resources were cut)", total - MAX_DRIFTED),
+            action: "cut".to_owned(),
+            attributes: vec![],
+        });
+    }
+    kept
+}
+
 fn clean_one(d: Diagnostic) -> Diagnostic {
     Diagnostic {
         severity: d.severity,
@@ -80,6 +120,25 @@ mod tests {
     #[test]
     fn nul_characters_are_written_out() {
         assert_eq!(clean("a\u{0}b".into(), 10), "a\\0b");
+    }
+
+    #[test]
+    fn a_huge_drift_is_cut_with_a_marker_of_how_much() {
+        let resource = |n: usize| DriftedResource {
+            address: format!("null_resource.r{n}\u{0}"),
+            action: "update".into(),
+            attributes: (0..MAX_DRIFTED + 3).map(|a| format!("a{a}")).collect(),
+        };
+        let kept = clean_drift((0..MAX_DRIFTED + 5).map(resource).collect());
+        assert_eq!(kept.len(), MAX_DRIFTED + 1);
+        assert_eq!(kept[0].address, "null_resource.r0\\0");
+        assert_eq!(kept[0].attributes.len(), MAX_DRIFTED + 1);
+        assert_eq!(
+            kept[0].attributes[MAX_DRIFTED],
+            "(3 more attributes were cut)"
+        );
+        assert_eq!(kept[MAX_DRIFTED].address, "(5 more resources were cut)");
+        assert_eq!(kept[MAX_DRIFTED].action, "cut");
     }
 
     #[test]

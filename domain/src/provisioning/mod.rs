@@ -17,7 +17,7 @@ pub use aggregate::Provisioning;
 pub use boot::{AppStatus, Boot, BootReport, CallbackKind};
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
-pub use events::{Diagnostic, JobAction, ProvisioningEvent, Severity};
+pub use events::{Diagnostic, DriftedResource, JobAction, ProvisioningEvent, Severity};
 pub use expiry::Expiry;
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
@@ -25,4 +25,4 @@ pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId,
     VmName, VmSpec, MIN_RSA_BITS,
 };
-pub use views::{JobRecord, Stamp, VmView};
+pub use views::{DriftReport, JobRecord, Stamp, VmView};

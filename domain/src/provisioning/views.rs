@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::events::{JobAction, ProvisioningEvent};
+use super::events::{DriftedResource, JobAction, ProvisioningEvent};
 use super::jobs::JobState;
 use super::lifecycle::Lifecycle;
 use super::values::{JobId, VmSpec};
@@ -27,6 +27,19 @@ pub struct VmView {
     /// Archived: hidden from the default list (`vm_views.archived`).
     #[serde(default)]
     pub archived: bool,
+    /// What the last refresh found changed outside Terraform, until a successful create
+    /// (which makes the VM as configured again) or its destroy clears it.
+    #[serde(default)]
+    pub drift: Option<DriftReport>,
+}
+
+/// The resources a refresh job found drifted, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftReport {
+    pub job_id: JobId,
+    #[serde(with = "time::serde::rfc3339")]
+    pub detected_at: OffsetDateTime,
+    pub resources: Vec<DriftedResource>,
 }
 
 /// Who and when of an event, from its metadata.
@@ -76,6 +89,7 @@ impl VmView {
             _ => {}
         }
         self.fold_job(stamp, event);
+        self.fold_drift(stamp, event);
         true
     }
 
@@ -88,6 +102,22 @@ impl VmView {
         let spec = self.spec.as_ref()?;
         let hours = time::Duration::hours(spec.duration_hours.get().into());
         self.requested_at.map(|at| at + hours)
+    }
+
+    fn fold_drift(&mut self, stamp: Stamp<'_>, event: &ProvisioningEvent) {
+        match event {
+            ProvisioningEvent::DriftDetected { job_id, resources } => {
+                self.drift = Some(DriftReport {
+                    job_id: *job_id,
+                    detected_at: stamp.at,
+                    resources: resources.clone(),
+                });
+            }
+            ProvisioningEvent::Applied { .. } | ProvisioningEvent::Destroyed { .. } => {
+                self.drift = None;
+            }
+            _ => {}
+        }
     }
 
     /// A job of the VM.
@@ -147,7 +177,8 @@ impl VmView {
                 exit_code,
                 ..
             } => (job_id, JobState::Cancelled, *exit_code, Some(reason)),
-            E::Requested { .. } | E::LogLine { .. } | E::AddressChanged { .. } => return,
+            E::Requested { .. } | E::LogLine { .. } => return,
+            E::IpChanged { .. } | E::DriftDetected { .. } => return,
             E::DestroyRequested => return,
             // The VM's life around its jobs: shown by the lifecycle.
             E::BootStarted { .. }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use domain::provisioning::{Diagnostic, JobAction, JobId, JobOutcome, Severity, VmId, VmSpec};
+use domain::provisioning::{
+    Diagnostic, DriftedResource, JobAction, JobId, JobOutcome, Severity, VmId, VmSpec,
+};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -68,6 +70,10 @@ pub enum RunnerReport {
         /// How many log lines the runner published before this result.
         #[serde(default)]
         lines: u32,
+        /// The resources a refresh found changed outside Terraform, with the names (never
+        /// the values) of their changed attributes.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        drift: Vec<DriftedResource>,
     },
 }
 
@@ -89,6 +95,7 @@ impl From<JobOutcome> for RunnerReport {
             outputs: outcome.outputs,
             diagnostics: outcome.diagnostics,
             lines: outcome.lines,
+            drift: outcome.drift,
         }
     }
 }
@@ -106,6 +113,7 @@ pub fn lost_job(reason: String) -> JobOutcome {
             detail: String::new(),
         }],
         lines: 0,
+        drift: vec![],
     }
 }
 

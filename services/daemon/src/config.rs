@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use secrecy::SecretString;
 
+mod drift;
 mod kubernetes;
 mod lifecycle;
+use drift::drift_check;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 
@@ -59,6 +61,9 @@ pub struct Config {
     /// `allow_ssh_from` (`PROVISIONING_TRUSTED_CLIENT_IP_HEADER`, e.g. `X-Forwarded-For`).
     /// Unset (the default), the header is ignored and `me` is the connection's peer.
     pub trusted_client_ip_header: Option<String>,
+    /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
+    /// the default, when off.
+    pub drift_check: Option<ingester::DriftCheckConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +183,7 @@ impl Config {
             lifecycle: lifecycle::lifecycle(&var)?,
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
+            drift_check: drift_check(&var)?,
         })
     }
 }

@@ -87,6 +87,7 @@ pub struct Application {
         std::time::Duration,
     ),
     max_runners: usize,
+    drift_check: Option<ingester::DriftCheckConfig>,
     cancel: CancellationToken,
 }
 
@@ -209,6 +210,7 @@ impl Application {
             kubernetes,
             job_silence: config.job_silence,
             max_runners: config.max_runners,
+            drift_check: config.drift_check,
             cancel: CancellationToken::new(),
         })
     }
@@ -300,6 +302,13 @@ impl Application {
                 boot_timeout,
             };
             roles.spawn("lifecycle-sweep", sweep.run(cancel.clone()));
+            if let Some(config) = self.drift_check {
+                let check = ingester::DriftCheck {
+                    pool: state.pool.clone(),
+                    config,
+                };
+                roles.spawn("drift-check", check.run(cancel.clone()));
+            }
         }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();

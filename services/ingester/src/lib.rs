@@ -11,10 +11,12 @@
 //! consumer; a job's lines or result that cannot be stored are stored as a short
 //! placeholder instead, so the job still ends.
 
+mod drift;
 mod liveness;
 mod sweep;
 mod watchdog;
 
+pub use drift::{DriftCheck, DriftCheckConfig, DEFAULT_DRIFT_BATCH};
 pub use sweep::Sweep;
 pub use watchdog::Watchdog;
 
@@ -316,6 +318,7 @@ fn placeholder(
                         detail: note,
                     }],
                     lines: outcome.lines,
+                    drift: vec![],
                 },
             })
         }
@@ -369,6 +372,7 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                 outputs,
                 diagnostics,
                 lines,
+                drift,
             } => ProvisioningCommand::FinishJob {
                 job_id,
                 outcome: JobOutcome {
@@ -376,6 +380,7 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
                     outputs,
                     diagnostics,
                     lines,
+                    drift,
                 },
             },
         };

@@ -121,12 +121,18 @@ fn messages(bus: &Bus, event: &FeedEvent) -> Result<(Outgoing, Option<Outgoing>)
             event.aggregate_type, event.aggregate_id, event.sequence
         ));
     }
+    // Named as this version names the event: one stored by an earlier version under an
+    // older name (`AddressChanged`) is published under its current one (`IpChanged`).
+    let event_type = match &decoded {
+        Some((_, e)) => e.name().to_owned(),
+        None => event.event_type.clone(),
+    };
     let envelope = EventEnvelope {
         version: 1,
         aggregate_type: event.aggregate_type.clone(),
         aggregate_id: event.aggregate_id.clone(),
         sequence: event.sequence,
-        event_type: event.event_type.clone(),
+        event_type: event_type.clone(),
         recorded_at: event.recorded_at,
         actor: event.actor(),
         data: event
@@ -135,11 +141,9 @@ fn messages(bus: &Bus, event: &FeedEvent) -> Result<(Outgoing, Option<Outgoing>)
             .cloned()
             .unwrap_or_else(|| serde_json::json!({})),
     };
-    let subject = bus.subjects.event(
-        &event.aggregate_type,
-        &event.aggregate_id,
-        &event.event_type,
-    );
+    let subject = bus
+        .subjects
+        .event(&event.aggregate_type, &event.aggregate_id, &event_type);
     let message_id = format!(
         "{}:{}:{}",
         event.aggregate_type, event.aggregate_id, event.sequence

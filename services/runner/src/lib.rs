@@ -1,16 +1,19 @@
 //! The runner: one process per Terraform job (a child process of the dispatcher locally,
 //! the container of a Kubernetes Job in production). It runs `terraform init`, then
-//! `apply`, `destroy` or a refresh (`apply -refresh-only`) with `-json`, publishes every
-//! line as it comes, and ends with a result carrying the exit code and `terraform output -json`.
+//! `apply`, `destroy` or a refresh (`plan -refresh-only` and `apply` of that plan, see
+//! [`refresh`]) with `-json`, publishes every line as it comes, and ends with a result
+//! carrying the exit code, `terraform output -json` and, for a refresh, the drift found.
 //! The exit code decides success, never the text of a line.
 
 mod active;
 mod config;
+mod drift;
 pub mod env;
 mod heartbeat;
 mod lines;
 mod publish;
 mod redact;
+mod refresh;
 mod signals;
 mod terraform;
 
@@ -96,8 +99,18 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     if exit_code == 0 {
         exit_code = terraform::init(&config, &mut out, &mut diagnostics).await?;
     }
+    let mut drift = vec![];
     if exit_code == 0 {
-        exit_code = terraform::run_action(&config, &mut out, &mut diagnostics).await?;
+        (exit_code, drift) = match config.action {
+            JobAction::Refresh => refresh::run(&config, &mut out, &mut diagnostics).await?,
+            _ => (
+                terraform::run_action(&config, &mut out, &mut diagnostics).await?,
+                vec![],
+            ),
+        };
+    }
+    if exit_code != 0 {
+        drift.clear(); // a refresh that did not finish recorded nothing
     }
     let outputs = match (exit_code, config.action) {
         (0, JobAction::Create | JobAction::Refresh) => terraform::outputs(&config).await,
@@ -126,6 +139,7 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
         outputs,
         diagnostics: errors,
         lines: out.line,
+        drift,
     })
     .await?;
     out.publisher.flush().await?;

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::lines::{parse_line, read_line};
 use crate::{Reporter, RunnerConfig, RunnerError};
 
-fn terraform(config: &RunnerConfig) -> Command {
+pub(crate) fn terraform(config: &RunnerConfig) -> Command {
     let mut cmd = Command::new(&config.terraform_bin);
     cmd.current_dir(&config.workdir)
         .env("TF_IN_AUTOMATION", "1")
@@ -30,7 +30,7 @@ fn terraform(config: &RunnerConfig) -> Command {
 }
 
 /// How long Terraform waits for a state lock held by another run.
-const LOCK_TIMEOUT: &str = "-lock-timeout=10m";
+pub(crate) const LOCK_TIMEOUT: &str = "-lock-timeout=10m";
 
 /// `terraform init` with the `pg` backend. Runs without `TF_WORKSPACE`: init fails when it
 /// names a workspace that does not exist yet.
@@ -53,8 +53,8 @@ pub async fn init(
 }
 
 /// The job's Terraform command in the VM's workspace, which the `pg` backend creates on
-/// first use: `apply`, `destroy`, or for a refresh `apply -refresh-only` where the
-/// Terraform version has it (0.15.4 and later), else `refresh`.
+/// first use: `apply`, `destroy`, or for a refresh `terraform refresh` (Terraform before
+/// 0.15.4; later ones refresh through a saved plan, see [`crate::refresh`]).
 pub async fn run_action(
     config: &RunnerConfig,
     out: &mut Reporter<'_>,
@@ -63,9 +63,6 @@ pub async fn run_action(
     let args: &[&str] = match config.action {
         JobAction::Create => &["apply", "-auto-approve"],
         JobAction::Destroy => &["destroy", "-auto-approve"],
-        JobAction::Refresh if has_refresh_only(config).await => {
-            &["apply", "-refresh-only", "-auto-approve"]
-        }
         JobAction::Refresh => &["refresh"],
     };
     let command = || {
@@ -78,9 +75,9 @@ pub async fn run_action(
     retry_while_locked(command, args[0], out, diagnostics).await
 }
 
-/// Whether this Terraform has `apply -refresh-only` (0.15.4 and later; OpenTofu has it
+/// Whether this Terraform has `-refresh-only` plans (0.15.4 and later; OpenTofu has them
 /// from its first version), from `terraform version -json`.
-async fn has_refresh_only(config: &RunnerConfig) -> bool {
+pub(crate) async fn has_refresh_only(config: &RunnerConfig) -> bool {
     let mut cmd = terraform(config);
     cmd.args(["version", "-json"]).stderr(Stdio::null());
     let Ok(output) = cmd.output().await else {
@@ -125,7 +122,7 @@ fn contended(summary: &str) -> bool {
 /// create the backend's table: runners take turns here.
 /// Running again is safe: a run that could not lock the state changed nothing, and an
 /// apply converges.
-async fn retry_while_locked(
+pub(crate) async fn retry_while_locked(
     command: impl Fn() -> Command,
     name: &str,
     out: &mut Reporter<'_>,

@@ -6,6 +6,7 @@ pub mod catalog;
 mod command;
 mod db;
 pub mod dead_letters;
+pub mod drift;
 mod events;
 pub mod feed;
 pub mod idempotency;

@@ -31,6 +31,8 @@ pub struct VmRow {
     /// What the application on the VM last reported.
     pub app: Option<sqlx::types::Json<domain::provisioning::AppStatus>>,
     pub archived: bool,
+    /// What the last refresh found drifted, until a successful create clears it.
+    pub drift: Option<sqlx::types::Json<domain::provisioning::DriftReport>>,
 }
 
 const COLUMNS: &str =
@@ -38,7 +40,8 @@ const COLUMNS: &str =
      archived, NULLIF(state->'lifecycle'->'active_job', 'null'::jsonb) AS active_job,
      COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting, expires_at,
      NULLIF(state->'lifecycle'->'boot', 'null'::jsonb) AS boot,
-     NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app";
+     NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app,
+     NULLIF(state->'drift', 'null'::jsonb) AS drift";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))

@@ -75,6 +75,7 @@ async fn lines_that_arrive_late_are_recorded_in_order_before_the_result() {
         outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.8"))].into(),
         diagnostics: vec![],
         lines: 5,
+        drift: vec![],
     };
     send(&app, vm, result).await;
     tokio::time::sleep(Duration::from_millis(700)).await;

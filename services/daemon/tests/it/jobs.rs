@@ -3,7 +3,8 @@
 //! (`TERRAFORM_BIN`) stands for a slow Terraform: while a file `slow-<kind>` exists it waits
 //! before running the real binary, and it records the interrupts it gets as Terraform
 //! would handle them (stop, exit 130), or ignores them (`ignore-int`, a Terraform that does
-//! not stop).
+//! not stop). A refresh is `plan -refresh-only` (recorded as `refresh`), then `show` and
+//! `apply` of the saved plan, which pass through unrecorded.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,8 +16,11 @@ use crate::wire::{JobDetail, Problem, Vm};
 
 const WRAPPER: &str = r#"
 kind="$1"
-case " $* " in *" -refresh-only "*) kind=refresh ;; esac
-case "$1" in
+case " $* " in
+  *" -refresh-only "*) kind=refresh ;;
+  *".tfplan "*) kind=saved-plan ;;
+esac
+case "$kind" in
   apply|destroy|refresh)
     VM="${TF_WORKSPACE#vm-}"
     echo "$kind $VM" >> "$DIR/invocations"
@@ -408,7 +412,7 @@ async fn a_refresh_keeps_the_vm_provisioned_and_follows_its_new_address() {
         .events(&vm)
         .await
         .into_iter()
-        .filter(|e| e.kind == "AddressChanged")
+        .filter(|e| e.kind == "IpChanged")
         .collect();
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0].data["vm_ip"], after.ip.clone().unwrap());

@@ -8,6 +8,7 @@ mod bench;
 mod catalog;
 mod database;
 mod dispatch;
+mod drift;
 mod helpers;
 mod ingester;
 mod jobs;

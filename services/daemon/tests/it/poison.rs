@@ -218,6 +218,7 @@ async fn a_huge_diagnostic_is_cut_and_another_vms_job_is_still_queued_for_dispat
                 detail: "d".repeat(700_000),
             }],
             lines: 0,
+            drift: vec![],
         },
     };
     store::execute::<Provisioning>(&app.pool, first, finish, &meta())
@@ -296,6 +297,7 @@ async fn a_nul_in_a_line_is_stored_escaped_and_never_holds_up_another_vm() {
         outputs: Default::default(),
         diagnostics: vec![],
         lines: 2100,
+        drift: vec![],
     };
     send(&app, first, result, &mut publisher).await;
     send(&app, second, started(), &mut publisher).await;

@@ -62,6 +62,7 @@ async fn a_vm_with_hundreds_of_log_lines_loads_the_same_from_its_snapshots() {
         outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.5"))].into(),
         diagnostics: vec![],
         lines: 0,
+        drift: vec![],
     };
     run(ProvisioningCommand::FinishJob {
         job_id: job,

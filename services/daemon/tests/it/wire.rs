@@ -23,6 +23,7 @@ pub struct Vm {
     pub hostname: Option<String>,
     pub app: Option<Value>,
     pub archived: bool,
+    pub drift: Option<Drift>,
 }
 
 /// `VmPage`: a page of the VM list.
@@ -30,6 +31,22 @@ pub struct Vm {
 pub struct VmPage {
     pub items: Vec<Vm>,
     pub next: Option<String>,
+}
+
+/// `DriftOut`: what the last refresh found changed outside Terraform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub job_id: u32,
+    pub detected_at: String,
+    pub resources: Vec<DriftedResource>,
+}
+
+/// `DriftedResourceOut`: one drifted resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftedResource {
+    pub address: String,
+    pub action: String,
+    pub attributes: Vec<String>,
 }
 
 /// `JobSummary`: the job a VM runs or is about to run, or one waiting behind it.

@@ -88,6 +88,7 @@ pub fn success() -> JobOutcome {
         outputs: [("vm_ip".to_owned(), serde_json::json!("10.77.0.5"))].into(),
         diagnostics: vec![],
         lines: 0,
+        drift: vec![],
     }
 }
 

@@ -44,6 +44,7 @@ fn command(state: &Provisioning, step: &Step) -> Option<ProvisioningCommand> {
             outcome: JobOutcome {
                 exit_code: if *ok { 0 } else { 1 },
                 lines: job.last_line,
+                drift: vec![],
                 ..success()
             },
         }),

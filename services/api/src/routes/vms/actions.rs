@@ -40,9 +40,10 @@ pub async fn retry_vm(
     .await
 }
 
-/// Reads what the cloud has of the VM (`terraform apply -refresh-only`), after the jobs
-/// before it; a changed address is recorded. The VM keeps its status while it runs. A
-/// refresh asked again while one waits answers with it.
+/// Reads what the cloud has of the VM (`terraform plan -refresh-only`, then `apply` of that
+/// plan), after the jobs before it; a changed address is recorded, and resources changed
+/// outside Terraform are shown as the VM's `drift`. The VM keeps its status while it runs.
+/// A refresh asked again while one waits answers with it.
 #[utoipa::path(post, path = "/api/v1/vms/{id}/refresh", tag = "jobs",
     security(("bearer" = [])),
     params(

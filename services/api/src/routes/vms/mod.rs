@@ -4,6 +4,7 @@ mod actions;
 mod archive;
 mod create;
 mod destroy;
+mod drift;
 mod expiry;
 mod history;
 mod jobs;
@@ -14,6 +15,7 @@ pub use actions::*;
 pub use archive::*;
 pub use create::*;
 pub use destroy::*;
+pub use drift::*;
 pub use expiry::*;
 pub use history::*;
 pub use jobs::*;
@@ -102,6 +104,10 @@ pub struct VmOut {
     /// Archived (`POST /api/v1/vms/{id}/archive`, once destroyed): left out of the list
     /// unless it asks for `archived=true` or `all`.
     pub archived: bool,
+    /// What the last refresh found changed outside Terraform, until the next successful
+    /// create; none when nothing drifted. Read from the read model: the answer to a
+    /// command (202) leaves it out (null), `GET` shows it.
+    pub drift: Option<DriftOut>,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -159,6 +165,7 @@ impl From<store::views::VmRow> for VmOut {
             hostname: row.boot.and_then(|b| b.0.hostname),
             app: row.app.map(|a| a.0),
             archived: row.archived,
+            drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
         }
     }
 }
@@ -206,6 +213,7 @@ fn vm_out(
         hostname: lifecycle.boot.as_ref().and_then(|b| b.hostname.clone()),
         app: lifecycle.app.clone(),
         archived: false,
+        drift: None,
     }
 }
 
