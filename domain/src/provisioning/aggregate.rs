@@ -226,8 +226,13 @@ impl Provisioning {
         let Some(expiry) = lifecycle.expiry.filter(|e| e.expires_at <= at) else {
             return Err(ProvisioningError::NotExpired);
         };
+        let when = expiry
+            .expires_at
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
         let mut events = vec![ProvisioningEvent::Expired {
             expires_at: expiry.expires_at,
+            reason: format!("the VM expired at {when}: its time ran out"),
         }];
         events.extend(self.request_destroy()?);
         Ok(events)

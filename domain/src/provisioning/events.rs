@@ -211,6 +211,9 @@ pub enum ProvisioningEvent {
     Expired {
         #[serde(with = "time::serde::rfc3339")]
         expires_at: time::OffsetDateTime,
+        /// Why the VM is destroyed, as its owner reads it.
+        #[serde(default)]
+        reason: String,
     },
     /// A destroyed VM was archived: lists leave it out unless asked for archived VMs.
     Archived,

@@ -289,6 +289,7 @@ fn an_expired_vm_gets_its_destroy_once() {
         .then_expect_events(vec![
             ProvisioningEvent::Expired {
                 expires_at: hours(8),
+                reason: "the VM expired at 2026-12-03T17:00:00Z: its time ran out".into(),
             },
             ProvisioningEvent::DestroyRequested,
             queued(2, JobAction::Destroy),
@@ -302,6 +303,7 @@ fn an_expired_vm_gets_its_destroy_once() {
         vec![
             ProvisioningEvent::Expired {
                 expires_at: hours(8),
+                reason: "the VM expired at 2026-12-03T17:00:00Z: its time ran out".into(),
             },
             ProvisioningEvent::DestroyRequested,
             queued(2, JobAction::Destroy),

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::helpers::{try_spawn_app, vm_request, TestApp};
-use crate::wire::{kinds, Event, JobDetail, Problem, Vm};
+use crate::wire::{kinds, Event, JobDetail, Problem, Vm, VmPage};
 
 /// The callback URLs in the cloud-init of job 1 of `vm`, by kind.
 struct Urls {
@@ -212,6 +212,21 @@ async fn a_vm_boots_runs_is_extended_and_is_destroyed_by_the_sweep_when_it_expir
     assert!(gone.detail.contains("destroyed"), "{gone:?}");
     let failed = json!({"reason": "late"});
     assert_eq!(call(&urls.app_failed, Some(failed)).await, 404);
+    assert!(
+        expired.data["reason"].as_str().unwrap().contains("expired"),
+        "{expired:?}"
+    );
+
+    // Archived: out of the default list, its history kept.
+    let archived: Vm = app
+        .post_json(&format!("/api/v1/vms/{id}/archive"), &json!({}), 200)
+        .await;
+    assert!(archived.archived);
+    let list: VmPage = app.get_json("/api/v1/vms").await;
+    assert!(list.items.iter().all(|vm| vm.id != id), "hidden by default");
+    let list: VmPage = app.get_json("/api/v1/vms?archived=true").await;
+    assert!(list.items.iter().any(|vm| vm.id == id));
+    assert_eq!(app.events(&id).await.len(), events.len() + 1);
 }
 
 #[tokio::test]
