@@ -13,17 +13,15 @@ pub async fn expiring(
     horizon: Duration,
     limit: i64,
 ) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(
-        "SELECT id, state FROM vm_views
-         WHERE expires_at <= now() + make_interval(secs => $1)
-           AND status NOT IN ('destroy_requested', 'destroying', 'destroyed')
-         ORDER BY expires_at LIMIT $2",
+    views_where(
+        pool,
+        "expires_at <= now() + make_interval(secs => $1)
+         AND status NOT IN ('destroy_requested', 'destroying', 'destroyed')
+         ORDER BY expires_at",
+        horizon,
+        limit,
     )
-    .bind(horizon.as_secs_f64())
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    decode(rows)
+    .await
 }
 
 /// The VMs whose last create succeeded more than `timeout` ago and that have not phoned
@@ -33,20 +31,30 @@ pub async fn boot_overdue(
     timeout: Duration,
     limit: i64,
 ) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(
-        "SELECT id, state FROM vm_views
-         WHERE boot_since < now() - make_interval(secs => $1)
-           AND status IN ('provisioned', 'initializing')
-         ORDER BY boot_since LIMIT $2",
+    views_where(
+        pool,
+        "boot_since < now() - make_interval(secs => $1)
+         AND status IN ('provisioned', 'initializing')
+         ORDER BY boot_since",
+        timeout,
+        limit,
     )
-    .bind(timeout.as_secs_f64())
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    decode(rows)
+    .await
 }
 
-fn decode(rows: Vec<(uuid::Uuid, serde_json::Value)>) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
+/// The views of the VMs `condition` (with `$1`, seconds) selects, at most `limit`.
+async fn views_where(
+    pool: &PgPool,
+    condition: &str,
+    secs: Duration,
+    limit: i64,
+) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
+    let sql = format!("SELECT id, state FROM vm_views WHERE {condition} LIMIT $2");
+    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(&sql)
+        .bind(secs.as_secs_f64())
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     rows.into_iter()
         .map(|(id, state)| {
             let view =

@@ -78,6 +78,36 @@ async fn create(app: &TestApp, name: &str) -> String {
     vm.id
 }
 
+async fn extend<T: serde::de::DeserializeOwned>(
+    app: &TestApp,
+    id: &str,
+    hours: i64,
+    status: u16,
+) -> T {
+    let path = format!("/api/v1/vms/{id}/extend");
+    app.post_json(&path, &json!({ "hours": hours }), status)
+        .await
+}
+
+async fn set_expiry<T: serde::de::DeserializeOwned>(
+    app: &TestApp,
+    id: &str,
+    expires_at: impl serde::Serialize,
+    status: u16,
+) -> T {
+    let path = format!("/api/v1/vms/{id}");
+    let body = json!({ "expires_at": expires_at });
+    app.send_json("PATCH", &path, &body, status).await
+}
+
+/// A second from now, in RFC 3339 to the microsecond, as the platform keeps times.
+fn in_a_second() -> String {
+    let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(1);
+    domain::provisioning::expiry::micros(soon)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
 fn time(s: &str) -> time::OffsetDateTime {
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap()
 }
@@ -147,49 +177,19 @@ async fn a_vm_boots_runs_is_extended_and_is_destroyed_by_the_sweep_when_it_expir
     }
     assert_eq!(app_state, ready);
 
-    let extended: Vm = app
-        .post_json(
-            &format!("/api/v1/vms/{id}/extend"),
-            &json!({"hours": 2}),
-            202,
-        )
-        .await;
+    let extended: Vm = extend(&app, &id, 2, 202).await;
     assert_eq!(
         time(extended.expires_at.as_deref().unwrap()),
         expires + time::Duration::hours(2)
     );
-    let too_far: Problem = app
-        .post_json(
-            &format!("/api/v1/vms/{id}/extend"),
-            &json!({"hours": 160}),
-            422,
-        )
-        .await;
+    let too_far: Problem = extend(&app, &id, 160, 422).await;
     assert!(too_far.detail.contains("hours"), "{too_far:?}");
-    let past: Problem = app
-        .send_json(
-            "PATCH",
-            &format!("/api/v1/vms/{id}"),
-            &json!({"expires_at": "2020-01-01T00:00:00Z"}),
-            422,
-        )
-        .await;
+    let past: Problem = set_expiry(&app, &id, "2020-01-01T00:00:00Z", 422).await;
     assert!(past.detail.contains("expires_at"), "{past:?}");
 
     // The admin sets the expiry a second ahead: the sweep destroys the VM.
-    // To the microsecond, as the platform keeps times.
-    let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(1);
-    let soon = domain::provisioning::expiry::micros(soon)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
-    let set: Vm = app
-        .send_json(
-            "PATCH",
-            &format!("/api/v1/vms/{id}"),
-            &json!({"expires_at": soon}),
-            202,
-        )
-        .await;
+    let soon = in_a_second();
+    let set: Vm = set_expiry(&app, &id, &soon, 202).await;
     assert_eq!(set.expires_at.map(|t| time(&t)), Some(time(&soon)));
     app.wait_for_status_within(&id, "destroyed", Duration::from_secs(60))
         .await;
@@ -202,13 +202,7 @@ async fn a_vm_boots_runs_is_extended_and_is_destroyed_by_the_sweep_when_it_expir
     assert_eq!(destroy.requested_by.as_deref(), Some("system"));
     assert_eq!(destroy.state, "succeeded");
 
-    let gone: Problem = app
-        .post_json(
-            &format!("/api/v1/vms/{id}/extend"),
-            &json!({"hours": 1}),
-            409,
-        )
-        .await;
+    let gone: Problem = extend(&app, &id, 1, 409).await;
     assert!(gone.detail.contains("destroyed"), "{gone:?}");
     let failed = json!({"reason": "late"});
     assert_eq!(call(&urls.app_failed, Some(failed)).await, 404);
@@ -330,20 +324,10 @@ async fn with_two_daemons_the_sweep_destroys_each_expired_vm_once() {
     for n in 0..4 {
         ids.push(create(&app, &format!("web-{n}")).await);
     }
-    let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(1);
-    let soon = soon
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
+    let soon = in_a_second();
     for (n, id) in ids.iter().enumerate() {
         let via = if n % 2 == 0 { &app } else { &replica };
-        let _: Vm = via
-            .send_json(
-                "PATCH",
-                &format!("/api/v1/vms/{id}"),
-                &json!({"expires_at": soon}),
-                202,
-            )
-            .await;
+        let _: Vm = set_expiry(via, id, &soon, 202).await;
     }
     for id in &ids {
         app.wait_for_status_within(id, "destroyed", Duration::from_secs(90))
