@@ -325,7 +325,13 @@ impl TestApp {
     /// prefix) have every message delivered and acknowledged, waiting up to 10 s for acks
     /// to land. For end-to-end tests, once their VMs reached a final status.
     pub async fn assert_consumers_drained(&self) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        self.assert_consumers_drained_within(Duration::from_secs(10))
+            .await
+    }
+
+    /// [`Self::assert_consumers_drained`], waiting up to `limit`.
+    pub async fn assert_consumers_drained_within(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
         for (stream, name) in [("JOBS", "dispatcher"), ("RUNNER", "ingester")] {
             let mut consumer = bus::consumer(&self.bus, stream, name).await.unwrap();
             loop {
