@@ -37,9 +37,8 @@ impl Sweep {
     #[tracing::instrument(skip_all, err)]
     pub async fn pass(&self) -> Result<usize, store::StoreError> {
         let now = OffsetDateTime::now_utc();
-        let horizon = self.warnings.iter().max().copied().unwrap_or_default();
         let mut changed = 0;
-        for (vm, view) in store::life::expiring(&self.pool, horizon, BATCH).await? {
+        for (vm, view) in store::life::expiring(&self.pool, &self.warnings, BATCH).await? {
             let Some(expires_at) = view.expires_at() else {
                 continue;
             };

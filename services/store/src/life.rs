@@ -6,22 +6,33 @@ use std::time::Duration;
 use domain::provisioning::{VmId, VmView};
 use sqlx::PgPool;
 
-/// The VMs that expire within `horizon` (the longest warning) or have expired, and are not
-/// being destroyed, with their views, soonest first.
+/// The VMs not being destroyed that have expired, or for which one of `warnings` (each a
+/// time before the expiry) is due and was not sent (nor a shorter one), with their views,
+/// soonest first. Those warned already are left out in the query, so they never crowd the
+/// ones still to warn out of the `limit`.
 pub async fn expiring(
     pool: &PgPool,
-    horizon: Duration,
+    warnings: &[Duration],
     limit: i64,
 ) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    views_where(
-        pool,
-        "expires_at <= now() + make_interval(secs => $1)
-         AND status NOT IN ('destroy_requested', 'destroying', 'destroyed')
-         ORDER BY expires_at",
-        horizon,
-        limit,
+    let warnings: Vec<f64> = warnings.iter().map(Duration::as_secs_f64).collect();
+    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(
+        "SELECT id, state FROM vm_views
+         WHERE status NOT IN ('destroy_requested', 'destroying', 'destroyed')
+           AND (expires_at <= now()
+                OR EXISTS (
+                    SELECT 1 FROM unnest($1::float8[]) AS w(secs)
+                    WHERE expires_at <= now() + make_interval(secs => w.secs)
+                      AND w.secs < COALESCE(
+                          (state->'lifecycle'->'expiry'->>'warned_within')::float8,
+                          'infinity')))
+         ORDER BY expires_at LIMIT $2",
     )
-    .await
+    .bind(&warnings)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    decode(rows)
 }
 
 /// The VMs whose last create succeeded more than `timeout` ago and that have not phoned
@@ -31,30 +42,20 @@ pub async fn boot_overdue(
     timeout: Duration,
     limit: i64,
 ) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    views_where(
-        pool,
-        "boot_since < now() - make_interval(secs => $1)
-         AND status IN ('provisioned', 'initializing')
-         ORDER BY boot_since",
-        timeout,
-        limit,
+    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(
+        "SELECT id, state FROM vm_views
+         WHERE boot_since < now() - make_interval(secs => $1)
+           AND status IN ('provisioned', 'initializing')
+         ORDER BY boot_since LIMIT $2",
     )
-    .await
+    .bind(timeout.as_secs_f64())
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    decode(rows)
 }
 
-/// The views of the VMs `condition` (with `$1`, seconds) selects, at most `limit`.
-async fn views_where(
-    pool: &PgPool,
-    condition: &str,
-    secs: Duration,
-    limit: i64,
-) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    let sql = format!("SELECT id, state FROM vm_views WHERE {condition} LIMIT $2");
-    let rows: Vec<(uuid::Uuid, serde_json::Value)> = sqlx::query_as(&sql)
-        .bind(secs.as_secs_f64())
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
+fn decode(rows: Vec<(uuid::Uuid, serde_json::Value)>) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
     rows.into_iter()
         .map(|(id, state)| {
             let view =
