@@ -9,9 +9,11 @@ use secrecy::SecretString;
 mod drift;
 mod kubernetes;
 mod lifecycle;
+mod oidc;
 use drift::drift_check;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
+pub use oidc::OidcConfig;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -64,6 +66,8 @@ pub struct Config {
     /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
     /// the default, when off.
     pub drift_check: Option<ingester::DriftCheckConfig>,
+    /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
+    pub oidc: Option<OidcConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +188,7 @@ impl Config {
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
+            oidc: oidc::oidc(&var)?,
         })
     }
 }

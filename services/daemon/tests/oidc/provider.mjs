@@ -156,7 +156,7 @@ function configuration() {
       return account.email ? { email: account.email } : undefined;
     },
     ttl: {
-      AccessToken: accessTokenTtl,
+      AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL || accessTokenTtl,
       AuthorizationCode: 60,
       IdToken: 3600,
       RefreshToken: 24 * 3600,
