@@ -15,7 +15,7 @@ use std::sync::Arc;
 use axum::Router;
 use secrecy::SecretString;
 
-pub use auth::Owner;
+pub use auth::Principal;
 pub use error::ApiError;
 use extract::{AppJson, RequestId};
 pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
@@ -25,7 +25,8 @@ pub use openapi::ApiDoc;
 pub struct AppState {
     pub pool: store::PgPool,
     pub bus: bus::Bus,
-    pub admin_token: Arc<SecretString>,
+    /// The admin token, when enabled: its holder is the built-in admin.
+    pub admin_token: Option<Arc<SecretString>>,
     pub registry: Arc<registry::Registry>,
     pub credentials: Arc<registry::Credentials>,
     /// The cancel cool-off a force-cancel waits for.
@@ -45,7 +46,7 @@ pub fn app(state: AppState) -> Router {
         .merge(openapi::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth::require_admin,
+            auth::authenticate,
         ));
     let routes = Router::new()
         // A VM's callbacks carry their own signed token, not a bearer token.

@@ -97,7 +97,7 @@ impl Application {
     pub async fn build(
         config: Config,
         roles: Roles,
-        admin_token: SecretString,
+        admin_token: Option<SecretString>,
     ) -> Result<Self, StartupError> {
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
@@ -105,6 +105,9 @@ impl Application {
             store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
         store::migrate(&pool).await?;
         check_catalog(&pool, &registry).await?;
+        if admin_token.is_some() {
+            store::users::ensure_builtin_admin(&pool).await?;
+        }
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
         bus::setup(&bus, config.nats_replicas).await?;
         let (backend_conn_str, backend_password) =
@@ -168,7 +171,7 @@ impl Application {
         let state = api::AppState {
             pool,
             bus,
-            admin_token: Arc::new(admin_token),
+            admin_token: admin_token.map(Arc::new),
             registry: registry.clone(),
             credentials: credentials.clone(),
             job_limits: config.job_limits,

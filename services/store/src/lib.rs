@@ -2,6 +2,7 @@
 //! with snapshots and a global commit order), the feed that follows it, the read models and
 //! the catalog.
 
+pub mod api_tokens;
 pub mod catalog;
 mod command;
 mod db;
@@ -16,6 +17,7 @@ pub mod liveness;
 pub mod projected;
 pub mod ssh_keys;
 mod together;
+pub mod users;
 pub mod views;
 
 pub use command::{
