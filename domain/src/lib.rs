@@ -6,6 +6,7 @@ mod actor;
 pub mod callbacks;
 pub mod catalog;
 mod decide;
+pub mod identity;
 pub mod provisioning;
 
 pub use actor::Actor;

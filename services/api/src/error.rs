@@ -22,6 +22,12 @@ pub enum ApiError {
     Invalid { field: String, reason: String },
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    /// A credential that is there but refused (an expired JWT, ...); the detail says why.
+    #[error("{0}")]
+    BadCredential(String),
+    /// The caller is known but may not do this; the detail says why (the policy, the role).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -53,7 +59,10 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Unauthorized | ApiError::BadCredential(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
@@ -88,6 +97,14 @@ fn unreachable(e: &store::sqlx::Error) -> bool {
             code.starts_with("08") || code.starts_with("57P") || code == "53300"
         }),
         _ => false,
+    }
+}
+
+/// A store failure outside a command: the database's own errors as usual, the rest a 500.
+pub(crate) fn store_failed(e: store::StoreError) -> ApiError {
+    match e {
+        store::StoreError::Database(db) => db.into(),
+        e => ApiError::internal(e),
     }
 }
 

@@ -7,6 +7,7 @@ mod error;
 mod extract;
 mod layers;
 mod network;
+pub mod oidc;
 mod openapi;
 mod routes;
 
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use axum::Router;
 use secrecy::SecretString;
 
-pub use auth::Owner;
+pub use auth::Principal;
 pub use error::ApiError;
 use extract::{AppJson, RequestId};
 pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
@@ -25,7 +26,8 @@ pub use openapi::ApiDoc;
 pub struct AppState {
     pub pool: store::PgPool,
     pub bus: bus::Bus,
-    pub admin_token: Arc<SecretString>,
+    /// The admin token, when enabled: its holder is the built-in admin.
+    pub admin_token: Option<Arc<SecretString>>,
     pub registry: Arc<registry::Registry>,
     pub credentials: Arc<registry::Credentials>,
     /// The cancel cool-off a force-cancel waits for.
@@ -34,6 +36,8 @@ pub struct AppState {
     pub callbacks: Arc<domain::callbacks::CallbackSigner>,
     /// What `allow_ssh_from` may name, and how `me` finds the caller.
     pub network: NetworkRules,
+    /// Sign-in with OpenID Connect and its bearer JWTs, when configured.
+    pub oidc: Option<Arc<oidc::Oidc>>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -45,7 +49,7 @@ pub fn app(state: AppState) -> Router {
         .merge(openapi::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth::require_admin,
+            auth::authenticate,
         ));
     let routes = Router::new()
         // A VM's callbacks carry their own signed token, not a bearer token.
@@ -53,6 +57,8 @@ pub fn app(state: AppState) -> Router {
             "/api/v1/callbacks/{token}",
             axum::routing::post(routes::callbacks::callback),
         )
+        // Sign-in and the session's status work before there is a session.
+        .merge(routes::auth::router())
         .nest("/api/v1", api)
         .merge(routes::health::router())
         .fallback(|| async { ApiError::NotFound("no such route".into()) });

@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{admin, callbacks, health, providers, ssh_keys, vms};
+use crate::routes::{admin, auth, callbacks, health, providers, ssh_keys, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -23,6 +23,7 @@ use crate::AppState;
         admin::reorder_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
         admin::list_dead_letters, admin::replay_dead_letter,
+        auth::login, auth::callback, auth::get_auth_status, auth::logout,
         get_openapi,
     ),
     components(schemas(crate::error::ErrorBody)),

@@ -26,7 +26,9 @@ pub struct Config {
     /// How many servers of a JetStream cluster keep each stream
     /// (`PROVISIONING_NATS_REPLICAS`, 1 to 5; 1 by default, for a single server).
     pub nats_replicas: usize,
-    /// The bearer token of the API; generated at start when not configured.
+    /// The admin token (`PROVISIONING_ADMIN_TOKEN`): its holder is the built-in admin.
+    /// `generate` makes one at start and prints it; unset, one is generated only when no
+    /// sign-in is configured.
     pub admin_token: Option<SecretString>,
     pub hcl_dir: PathBuf,
     pub work_dir: PathBuf,
@@ -190,6 +192,14 @@ impl Config {
             drift_check: drift_check(&var)?,
             oidc: oidc::oidc(&var)?,
         })
+    }
+}
+
+impl Config {
+    /// Whether users can sign in (an OpenID Connect issuer is configured): then the admin
+    /// token is off unless asked for.
+    pub fn sign_in_configured(&self) -> bool {
+        self.oidc.is_some()
     }
 }
 

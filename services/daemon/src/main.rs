@@ -54,19 +54,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     telemetry::init(config.json_logs);
 
-    let admin_token = match &config.admin_token {
-        Some(token) => token.clone(),
-        None if roles.api => {
-            let token = format!(
-                "{}{}",
-                uuid::Uuid::new_v4().simple(),
-                uuid::Uuid::new_v4().simple()
-            );
-            println!("PROVISIONING_ADMIN_TOKEN was not set; this run's admin token (shown once): {token}");
-            SecretString::from(token)
-        }
-        None => SecretString::from(String::new()),
-    };
+    let admin_token = admin_token(&config, roles);
     let http_addr = config.http_addr;
     let app = Application::build(config, roles, admin_token)
         .await
@@ -139,6 +127,28 @@ async fn providers(command: Option<&str>) -> anyhow::Result<()> {
         _ => anyhow::bail!("usage: provisioningd providers validate|list"),
     }
     Ok(())
+}
+
+/// The admin token, if enabled: `PROVISIONING_ADMIN_TOKEN`'s value; a generated one,
+/// printed once, for `generate`, or when it is unset and no sign-in is configured (so a
+/// first local run works); otherwise none.
+fn admin_token(config: &Config, roles: Roles) -> Option<SecretString> {
+    let generated = || {
+        let token = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        println!("this run's admin token (shown once): {token}");
+        SecretString::from(token)
+    };
+    match config.admin_token.as_ref().map(|t| t.expose_secret()) {
+        Some("generate") if roles.api => Some(generated()),
+        Some("generate") => None,
+        Some(_) => config.admin_token.clone(),
+        None if roles.api && !config.sign_in_configured() => Some(generated()),
+        None => None,
+    }
 }
 
 async fn shutdown_signal() {

@@ -61,6 +61,8 @@ pub enum StartupError {
     Credentials(#[from] registry::CredentialError),
     #[error("Kubernetes executor: {0}")]
     Kubernetes(#[from] dispatcher::ExecutorError),
+    #[error("sign-in: {0}")]
+    Oidc(#[from] api::oidc::OidcError),
     #[error("PROVISIONING_CALLBACK_SECRET: must be at least 32 bytes")]
     CallbackKey,
     #[error("could not listen on {addr}: {source}")]
@@ -97,7 +99,7 @@ impl Application {
     pub async fn build(
         config: Config,
         roles: Roles,
-        admin_token: SecretString,
+        admin_token: Option<SecretString>,
     ) -> Result<Self, StartupError> {
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
@@ -105,6 +107,9 @@ impl Application {
             store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
         store::migrate(&pool).await?;
         check_catalog(&pool, &registry).await?;
+        if admin_token.is_some() {
+            store::users::ensure_builtin_admin(&pool).await?;
+        }
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
         bus::setup(&bus, config.nats_replicas).await?;
         let (backend_conn_str, backend_password) =
@@ -152,11 +157,29 @@ impl Application {
             0 => config.http_addr,
             port => std::net::SocketAddr::new(config.http_addr.ip(), port),
         };
+        let public_url = life
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{listening}"));
+        // Found at start: a provider that cannot be reached stops the start with its error.
+        let oidc = match config.oidc {
+            Some(oidc) if roles.api => Some(Arc::new(
+                api::oidc::Oidc::discover(api::oidc::OidcSettings {
+                    issuer: oidc.issuer,
+                    client_id: oidc.client_id,
+                    client_secret: oidc.client_secret,
+                    scopes: oidc.scopes,
+                    audience: oidc.audience,
+                    groups_claim: oidc.groups_claim,
+                    bootstrap_admins: oidc.bootstrap_admins,
+                    public_url: public_url.clone(),
+                })
+                .await?,
+            )),
+            _ => None,
+        };
         let callbacks = CallbackUrls {
-            public_url: life
-                .public_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{listening}")),
+            public_url,
             signer: signer.clone(),
             ttl: life.callback_ttl,
         };
@@ -168,7 +191,7 @@ impl Application {
         let state = api::AppState {
             pool,
             bus,
-            admin_token: Arc::new(admin_token),
+            admin_token: admin_token.map(Arc::new),
             registry: registry.clone(),
             credentials: credentials.clone(),
             job_limits: config.job_limits,
@@ -185,6 +208,7 @@ impl Application {
                         reason: "must be an HTTP header name, such as X-Forwarded-For".into(),
                     })?,
             },
+            oidc,
         };
         Ok(Self {
             roles,

@@ -2,6 +2,7 @@
 //! with snapshots and a global commit order), the feed that follows it, the read models and
 //! the catalog.
 
+pub mod api_tokens;
 pub mod catalog;
 mod command;
 mod db;
@@ -17,6 +18,7 @@ pub mod projected;
 pub mod sessions;
 pub mod ssh_keys;
 mod together;
+pub mod users;
 pub mod views;
 
 pub use command::{

@@ -1,4 +1,5 @@
 pub mod admin;
+pub mod auth;
 pub mod callbacks;
 pub mod events;
 pub mod health;

@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::Owner;
+use crate::auth::Principal;
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -96,7 +96,7 @@ impl From<store::ssh_keys::SshKeyRow> for SshKeyOut {
 #[tracing::instrument(skip_all)]
 pub async fn add_ssh_key(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
     AppJson(input): AppJson<SshKeyIn>,
 ) -> Result<(StatusCode, Json<SshKeyOut>), ApiError> {
     let name = SshKeyName::parse(&input.name)?;
@@ -117,7 +117,7 @@ pub async fn add_ssh_key(
 #[tracing::instrument(skip_all)]
 pub async fn generate_ssh_key(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
     AppJson(input): AppJson<GenerateSshKeyIn>,
 ) -> Result<Response, ApiError> {
     let name = SshKeyName::parse(&input.name)?;
@@ -144,16 +144,17 @@ pub async fn generate_ssh_key(
 
 async fn register(
     state: &AppState,
-    owner: &Owner,
+    owner: &Principal,
     name: &SshKeyName,
     key: &SshPublicKey,
 ) -> Result<store::ssh_keys::SshKeyRow, ApiError> {
     let pool = &state.pool;
-    if let Some(row) = store::ssh_keys::insert(pool, owner.as_str(), name.as_str(), key).await? {
+    if let Some(row) = store::ssh_keys::insert(pool, &owner.owner_key(), name.as_str(), key).await?
+    {
         return Ok(row);
     }
     let fingerprint = key.fingerprint();
-    let existing = store::ssh_keys::by_fingerprint(pool, owner.as_str(), &fingerprint).await?;
+    let existing = store::ssh_keys::by_fingerprint(pool, &owner.owner_key(), &fingerprint).await?;
     Err(ApiError::Conflict(match existing {
         Some(row) => format!(
             "the key {fingerprint} is registered already, as {:?} (id {})",
@@ -170,9 +171,9 @@ async fn register(
     responses((status = 200, body = [SshKeyOut]), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn list_ssh_keys(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
 ) -> Result<Json<Vec<SshKeyOut>>, ApiError> {
-    let rows = store::ssh_keys::list(&state.pool, owner.as_str()).await?;
+    let rows = store::ssh_keys::list(&state.pool, &owner.owner_key()).await?;
     Ok(Json(rows.into_iter().map(SshKeyOut::from).collect()))
 }
 
@@ -183,11 +184,11 @@ pub async fn list_ssh_keys(
     responses((status = 200, body = SshKeyOut), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn get_ssh_key(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<SshKeyOut>, ApiError> {
     let id = parse_key_id(&id)?;
-    let row = store::ssh_keys::get(&state.pool, owner.as_str(), id)
+    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no SSH key {id}")))?;
     Ok(Json(row.into()))
@@ -201,11 +202,11 @@ pub async fn get_ssh_key(
 #[tracing::instrument(skip_all, fields(key_id = %id))]
 pub async fn delete_ssh_key(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = parse_key_id(&id)?;
-    match store::ssh_keys::delete(&state.pool, owner.as_str(), id).await? {
+    match store::ssh_keys::delete(&state.pool, &owner.owner_key(), id).await? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::NotFound(format!("no SSH key {id}"))),
     }
@@ -219,7 +220,7 @@ fn parse_key_id(id: &str) -> Result<Uuid, ApiError> {
 /// VM request. Unknown, another owner's, or no longer acceptable: a 422 naming `ssh_key_id`.
 pub(crate) async fn registered_key(
     state: &AppState,
-    owner: &Owner,
+    owner: &Principal,
     id: &str,
 ) -> Result<SshPublicKey, ApiError> {
     let invalid = |reason: String| ApiError::Invalid {
@@ -231,7 +232,7 @@ pub(crate) async fn registered_key(
             "{id:?} is not a key id (a UUID from /api/v1/ssh-keys)"
         ))
     })?;
-    let row = store::ssh_keys::get(&state.pool, owner.as_str(), uuid)
+    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), uuid)
         .await?
         .ok_or_else(|| invalid(format!("no SSH key {uuid} is registered")))?;
     Ok(SshPublicKey::parse_field("ssh_key_id", &row.public_key)?)

@@ -28,7 +28,7 @@ pub async fn start(database_url: &str, prefix: &str) -> Result<(String, Cancella
         dispatcher: false,
         ..Roles::ALL
     };
-    let app = Application::build(config, roles, SecretString::from(TOKEN)).await?;
+    let app = Application::build(config, roles, Some(SecretString::from(TOKEN))).await?;
     let address = format!("http://127.0.0.1:{}", app.port());
     let cancel = app.shutdown_token();
     tokio::spawn(app.run_until_stopped());

@@ -56,7 +56,7 @@ pub async fn run_on_own_thread(
             .build()
             .unwrap();
         runtime.block_on(async move {
-            match Application::build(config, roles, SecretString::from(token)).await {
+            match Application::build(config, roles, Some(SecretString::from(token))).await {
                 Ok(app) => {
                     let _ = started_tx.send(Ok((app.port(), app.shutdown_token())));
                     app.run_until_stopped().await.map_err(|e| e.to_string())

@@ -34,6 +34,8 @@ pub fn router(state: AppState) -> Router<AppState> {
             state,
             crate::answers::wait_for_min_position,
         ))
+        // Admins only: other users are answered 403.
+        .route_layer(axum::middleware::from_fn(crate::auth::require_admin))
 }
 
 /// A new order: every id, each once, first first.

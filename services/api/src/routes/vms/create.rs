@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::{answered_meanwhile, run, vm_out, VmOut};
 use crate::answers::{kept_answer, Answered, IdempotencyKey};
-use crate::auth::Owner;
+use crate::auth::Principal;
 use crate::error::vm_command_failed;
 use crate::network::{allowed_networks, ClientAddr};
 use crate::routes::metadata;
@@ -72,7 +72,7 @@ pub struct CreateVmIn {
 #[tracing::instrument(skip_all, fields(vm_id))]
 pub async fn create_vm(
     State(state): State<AppState>,
-    owner: Owner,
+    owner: Principal,
     caller: ClientAddr,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
@@ -204,7 +204,7 @@ fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
 async fn validate(
     state: &AppState,
     input: &CreateVmIn,
-    owner: &Owner,
+    owner: &Principal,
     caller: &ClientAddr,
 ) -> Result<VmSpec, ApiError> {
     let invalid = |field: &str, reason: String| ApiError::Invalid {
