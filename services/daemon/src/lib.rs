@@ -3,6 +3,6 @@
 pub mod config;
 mod startup;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, OidcConfig};
 pub use startup::{check_catalog, Application, Roles, StartupError};
 pub use telemetry;

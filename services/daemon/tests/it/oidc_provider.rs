@@ -256,3 +256,71 @@ fn form_action(page: &str) -> Option<String> {
     let end = page[start..].find('"')?;
     Some(page[start..start + end].replace("&amp;", "&"))
 }
+
+/// The daemon's API with sign-in through `provider`, registered there as its client;
+/// `configure` changes the sign-in settings.
+pub async fn spawn_signed_in_app(
+    provider: &TestProvider,
+    configure: impl FnOnce(&mut daemon::OidcConfig),
+) -> crate::helpers::TestApp {
+    let mut oidc = daemon::OidcConfig {
+        issuer: provider.issuer.clone(),
+        client_id: CLIENT_ID.into(),
+        client_secret: CLIENT_SECRET.to_owned().into(),
+        scopes: vec!["openid".into(), "profile".into(), "email".into()],
+        audience: Some(AUDIENCE.into()),
+        groups_claim: "groups".into(),
+        bootstrap_admins: vec![],
+    };
+    configure(&mut oidc);
+    let roles = daemon::Roles {
+        api: true,
+        ..daemon::Roles::NONE
+    };
+    let app = crate::helpers::try_spawn_app(roles, |config| config.oidc = Some(oidc))
+        .await
+        .expect("the application starts");
+    provider.register_daemon(&app.address).await;
+    app
+}
+
+impl Browser {
+    /// Signs in to `app` as `login` through the whole flow; the callback's answer (a
+    /// redirect to `return_to`, with the session cookie).
+    pub async fn sign_in(
+        &self,
+        app: &crate::helpers::TestApp,
+        login: &str,
+        password: &str,
+    ) -> reqwest::Response {
+        let callback = self.callback_url(app, login, password, "/").await;
+        self.client.get(callback).send().await.unwrap()
+    }
+
+    /// Starts a sign-in to `app` and goes through the provider: the callback URL the
+    /// provider sends the browser back to (not visited yet).
+    pub async fn callback_url(
+        &self,
+        app: &crate::helpers::TestApp,
+        login: &str,
+        password: &str,
+        return_to: &str,
+    ) -> String {
+        let start = format!("{}/api/v1/auth/login?return_to={return_to}", app.address);
+        let back_to = format!("{}/api/v1/auth/callback", app.address);
+        self.authorize(&start, &back_to, login, password).await
+    }
+
+    /// A request to `app` as this browser (its cookies, no bearer token), from `app`'s own
+    /// pages (`Origin`).
+    pub fn request(
+        &self,
+        app: &crate::helpers::TestApp,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", app.address))
+            .header("origin", &app.address)
+    }
+}
