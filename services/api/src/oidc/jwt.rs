@@ -103,8 +103,8 @@ impl Verifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECS;
         validation.validate_nbf = true;
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(
-            |e| {
+        let data =
+            jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| {
                 use jsonwebtoken::errors::ErrorKind;
                 match e.kind() {
                     ErrorKind::InvalidSignature => JwtError::Signature,
@@ -116,8 +116,7 @@ impl Verifier {
                     }
                     _ => JwtError::Invalid(e.to_string()),
                 }
-            },
-        )?;
+            })?;
         let claims = data.claims;
         let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
         let subject = text("sub").ok_or(JwtError::Invalid("no subject".into()))?;

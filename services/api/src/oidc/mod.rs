@@ -82,8 +82,8 @@ pub struct Oidc {
 impl Oidc {
     /// Finds the provider by discovery, with its keys.
     pub async fn discover(settings: OidcSettings) -> Result<Self, OidcError> {
-        let public =
-            url::Url::parse(&settings.public_url).map_err(|e| OidcError::PublicUrl(e.to_string()))?;
+        let public = url::Url::parse(&settings.public_url)
+            .map_err(|e| OidcError::PublicUrl(e.to_string()))?;
         let origin = public.origin().ascii_serialization();
         let loopback_http = public.scheme() == "http"
             && match public.host() {

@@ -3,11 +3,11 @@
 
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method};
+use domain::identity::UserId;
 use openidconnect::core::CoreTokenResponse;
 use openidconnect::{OAuth2TokenResponse, RefreshToken, RequestTokenError, TokenResponse};
 use store::sessions::SessionTokens;
 use time::OffsetDateTime;
-use domain::identity::UserId;
 
 use super::{hash, Oidc, SESSION_COOKIE, SESSION_TTL};
 use crate::{ApiError, AppState};
@@ -58,7 +58,11 @@ fn changes_state(method: &Method) -> bool {
 /// CSRF defence for requests that change something: a browser names the page's origin in
 /// `Origin` (or at least `Referer`), and it must be this API's public one.
 pub(crate) fn check_origin(oidc: &Oidc, headers: &HeaderMap) -> Result<(), ApiError> {
-    let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
     let origin = match header(axum::http::header::ORIGIN) {
         Some(origin) => Some(origin.to_owned()),
         None => header(axum::http::header::REFERER)
@@ -106,9 +110,7 @@ pub(crate) fn tokens_of(response: &CoreTokenResponse, previous: Option<String>) 
             .map(|t| t.secret().to_owned())
             .or(previous),
         id_token: response.id_token().map(|t| t.to_string()),
-        access_expires_at: response
-            .expires_in()
-            .map(|d| OffsetDateTime::now_utc() + d),
+        access_expires_at: response.expires_in().map(|d| OffsetDateTime::now_utc() + d),
     }
 }
 

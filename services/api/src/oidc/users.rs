@@ -78,8 +78,8 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
         }
         Err(e) => return Err(ApiError::BadCredential(e.to_string())),
     };
-    let known = store::sessions::user_by_subject(&state.pool, &oidc.issuer, &verified.subject)
-        .await?;
+    let known =
+        store::sessions::user_by_subject(&state.pool, &oidc.issuer, &verified.subject).await?;
     if let Some(id) = known {
         return Ok(Some(UserId::new(id)));
     }

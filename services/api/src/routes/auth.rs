@@ -146,25 +146,26 @@ pub async fn callback(
         .id_token()
         .ok_or_else(|| ApiError::BadRequest("the provider answered no ID token".into()))?;
     let verifier = oidc.client.id_token_verifier();
-    let bad_id_token = |e: &dyn std::fmt::Display| {
-        ApiError::BadRequest(format!("the ID token is not valid: {e}"))
-    };
+    let bad_id_token =
+        |e: &dyn std::fmt::Display| ApiError::BadRequest(format!("the ID token is not valid: {e}"));
     let claims = id_token
         .claims(&verifier, &Nonce::new(login.nonce))
         .map_err(|e| bad_id_token(&e))?;
     if let Some(expected) = claims.access_token_hash() {
         let alg = id_token.signing_alg().map_err(|e| bad_id_token(&e))?;
-        let key = id_token.signing_key(&verifier).map_err(|e| bad_id_token(&e))?;
+        let key = id_token
+            .signing_key(&verifier)
+            .map_err(|e| bad_id_token(&e))?;
         let actual = AccessTokenHash::from_token(response.access_token(), alg, key)
             .map_err(|e| bad_id_token(&e))?;
         if actual != *expected {
             return Err(bad_id_token(&"its at_hash does not match the access token"));
         }
     }
-    let userinfo = match oidc
-        .client
-        .user_info(response.access_token().clone(), Some(claims.subject().clone()))
-    {
+    let userinfo = match oidc.client.user_info(
+        response.access_token().clone(),
+        Some(claims.subject().clone()),
+    ) {
         Ok(request) => {
             let info: oidc::UserInfo = request
                 .request_async::<_, _, CoreGenderClaim>(&oidc.http)
@@ -195,7 +196,7 @@ pub async fn callback(
         &tokens,
         expires_at,
     )
-        .await?;
+    .await?;
     Ok((
         StatusCode::SEE_OTHER,
         [
@@ -278,10 +279,7 @@ pub async fn logout(State(state): State<AppState>, parts: Parts) -> Result<Respo
             {
                 let mut query = url.query_pairs_mut();
                 query.append_pair("client_id", oidc.client.client_id().as_str());
-                query.append_pair(
-                    "post_logout_redirect_uri",
-                    &format!("{}/", oidc.public_url),
-                );
+                query.append_pair("post_logout_redirect_uri", &format!("{}/", oidc.public_url));
                 if let Some(hint) = ended.and_then(|t| t.id_token) {
                     query.append_pair("id_token_hint", &hint);
                 }

@@ -69,7 +69,10 @@ pub fn oidc(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<OidcConfig>, 
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect();
-    if scopes.iter().any(|s| !s.chars().all(|c| c.is_ascii_graphic() && c != '"' && c != '\\')) {
+    if scopes.iter().any(|s| {
+        !s.chars()
+            .all(|c| c.is_ascii_graphic() && c != '"' && c != '\\')
+    }) {
         return Err(ConfigError {
             name: "PROVISIONING_OIDC_SCOPES",
             reason: "must be scope names separated by spaces, such as `openid profile email`"
@@ -132,13 +135,19 @@ mod tests {
 
     #[test]
     fn an_issuer_needs_its_client_and_gets_defaults() {
-        let err = oidc(&with(&[("PROVISIONING_OIDC_ISSUER", "https://sso.example")]));
+        let err = oidc(&with(&[(
+            "PROVISIONING_OIDC_ISSUER",
+            "https://sso.example",
+        )]));
         assert_eq!(err.unwrap_err().name, "PROVISIONING_OIDC_CLIENT_ID");
         let config = oidc(&with(&[
             ("PROVISIONING_OIDC_ISSUER", "https://sso.example/realms/a/"),
             ("PROVISIONING_OIDC_CLIENT_ID", "vms"),
             ("PROVISIONING_OIDC_CLIENT_SECRET", "s3cret"),
-            ("PROVISIONING_BOOTSTRAP_ADMINS", " Ann@Example.org, bo@example.org "),
+            (
+                "PROVISIONING_BOOTSTRAP_ADMINS",
+                " Ann@Example.org, bo@example.org ",
+            ),
         ]))
         .unwrap()
         .unwrap();
@@ -146,7 +155,10 @@ mod tests {
         assert_eq!(config.scopes, ["openid", "profile", "email"]);
         assert_eq!(config.groups_claim, "groups");
         assert_eq!(config.audience, None);
-        assert_eq!(config.bootstrap_admins, ["ann@example.org", "bo@example.org"]);
+        assert_eq!(
+            config.bootstrap_admins,
+            ["ann@example.org", "bo@example.org"]
+        );
     }
 
     #[test]
@@ -161,7 +173,11 @@ mod tests {
             }
         };
         assert!(oidc(&base("http://127.0.0.1:9000")).unwrap().is_some());
-        for wrong in ["http://sso.example", "sso.example", "https://sso.example/?a=b"] {
+        for wrong in [
+            "http://sso.example",
+            "sso.example",
+            "https://sso.example/?a=b",
+        ] {
             assert_eq!(
                 oidc(&base(wrong)).unwrap_err().name,
                 "PROVISIONING_OIDC_ISSUER"

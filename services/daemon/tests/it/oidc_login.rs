@@ -56,7 +56,9 @@ async fn a_browser_signs_in_through_the_provider_uses_the_api_and_signs_out() {
         .unwrap();
     assert_eq!(login.status(), 303);
     let to = reqwest::Url::parse(login.headers()["location"].to_str().unwrap()).unwrap();
-    assert!(to.as_str().starts_with(&format!("{}/auth?", provider.issuer)));
+    assert!(to
+        .as_str()
+        .starts_with(&format!("{}/auth?", provider.issuer)));
     let params: std::collections::HashMap<_, _> = to.query_pairs().into_owned().collect();
     assert_eq!(params["code_challenge_method"], "S256");
     assert_eq!(params["response_type"], "code");
@@ -156,10 +158,7 @@ async fn a_state_works_once() {
 
     let again = Browser::new().client.get(&callback).send().await.unwrap();
     let body: Value = expect_json(again, 400).await;
-    assert!(
-        body["detail"].as_str().unwrap().contains("state"),
-        "{body}"
-    );
+    assert!(body["detail"].as_str().unwrap().contains("state"), "{body}");
     let made_up = reqwest::Url::parse_with_params(
         &format!("{}/api/v1/auth/callback", app.address),
         &[("code", "x"), ("state", "never-issued")],
@@ -199,7 +198,10 @@ async fn return_to_must_be_a_path_of_this_site() {
     ] {
         let response = login(evil).await.unwrap();
         let body: Value = expect_json(response, 400).await;
-        assert!(body["detail"].as_str().unwrap().contains("return_to"), "{evil:?}: {body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("return_to"),
+            "{evil:?}: {body}"
+        );
     }
     let logins: i64 = store::sqlx::query_scalar("SELECT count(*) FROM oidc_logins")
         .fetch_one(&app.pool)
@@ -222,7 +224,10 @@ async fn a_change_with_the_cookie_from_another_site_is_refused() {
     let app = spawn_signed_in_app(&provider, |_| {}).await;
     let browser = Browser::new();
     assert_eq!(
-        browser.sign_in(&app, "alice", "alice-password").await.status(),
+        browser
+            .sign_in(&app, "alice", "alice-password")
+            .await
+            .status(),
         303
     );
     let key = json!({"name": "laptop", "public_key": SSH_KEY});
@@ -246,7 +251,11 @@ async fn a_change_with_the_cookie_from_another_site_is_refused() {
         .send()
         .await
         .unwrap();
-    assert_eq!(logout.status(), 403, "another site cannot sign the user out");
+    assert_eq!(
+        logout.status(),
+        403,
+        "another site cannot sign the user out"
+    );
 
     // Nothing was registered; the session still works.
     let keys: Value = expect_json(

@@ -76,7 +76,9 @@ impl TestProvider {
         let stdout = child.stdout.take().unwrap();
         let line = tokio::task::spawn_blocking(move || {
             let mut line = String::new();
-            std::io::BufReader::new(stdout).read_line(&mut line).map(|_| line)
+            std::io::BufReader::new(stdout)
+                .read_line(&mut line)
+                .map(|_| line)
         });
         let line = tokio::time::timeout(Duration::from_secs(30), line)
             .await
@@ -209,7 +211,13 @@ impl Browser {
 
     /// Follows `start` through the provider's login and consent pages, signing in as
     /// `login`, until the provider sends the browser to a URL under `back_to`; that URL.
-    pub async fn authorize(&self, start: &str, back_to: &str, login: &str, password: &str) -> String {
+    pub async fn authorize(
+        &self,
+        start: &str,
+        back_to: &str,
+        login: &str,
+        password: &str,
+    ) -> String {
         let mut url = reqwest::Url::parse(start).unwrap();
         for _ in 0..20 {
             let response = self.client.get(url.clone()).send().await.unwrap();

@@ -118,7 +118,9 @@ async fn tampered_expired_and_foreign_jwts_are_refused() {
 
     let other_subject = tampered(&good, |p| p["sub"] = json!("carol"));
     assert!(refused(&app, &other_subject).await.contains("signature"));
-    let longer = tampered(&good, |p| p["exp"] = json!(p["exp"].as_i64().unwrap() + 3600));
+    let longer = tampered(&good, |p| {
+        p["exp"] = json!(p["exp"].as_i64().unwrap() + 3600)
+    });
     assert!(refused(&app, &longer).await.contains("signature"));
 
     let elsewhere = provider
@@ -139,8 +141,7 @@ async fn tampered_expired_and_foreign_jwts_are_refused() {
     );
     let unknown_key = {
         let parts: Vec<&str> = good.split('.').collect();
-        let mut header: Value =
-            serde_json::from_slice(&engine.decode(parts[0]).unwrap()).unwrap();
+        let mut header: Value = serde_json::from_slice(&engine.decode(parts[0]).unwrap()).unwrap();
         header["kid"] = json!("made-up");
         let header = engine.encode(serde_json::to_vec(&header).unwrap());
         format!("{header}.{}.{}", parts[1], parts[2])
@@ -161,7 +162,10 @@ async fn an_expired_access_token_is_refreshed_and_a_refused_refresh_ends_the_ses
     let app = spawn_signed_in_app(&provider, |_| {}).await;
     let browser = Browser::new();
     assert_eq!(
-        browser.sign_in(&app, "alice", "alice-password").await.status(),
+        browser
+            .sign_in(&app, "alice", "alice-password")
+            .await
+            .status(),
         303
     );
     let tokens = || async {
