@@ -12,6 +12,13 @@ log() { echo "test: $*" >&2; }
 
 source deploy/local/prelude.sh
 
+# The real OpenID provider of the sign-in tests: its pinned packages, from the lockfile.
+oidc=services/daemon/tests/oidc
+if [[ ! -d $oidc/node_modules/oidc-provider ]]; then
+  command -v npm >/dev/null || { log "npm not found: the sign-in tests need Node.js 20+"; exit 1; }
+  timed "installing the test OpenID provider" npm ci --prefix "$oidc" --no-audit --no-fund
+fi
+
 log "cargo test --workspace --locked $*"
 timed "building the tests" cargo test --workspace --locked --no-run "$@"
 timed "running the tests" cargo test --workspace --locked --no-fail-fast "$@"

@@ -158,6 +158,10 @@ async fn the_openapi_document_covers_every_route_and_the_committed_copy_is_curre
         "/api/v1/providers",
         "/api/v1/providers/{provider}/templates",
         "/api/v1/openapi.json",
+        "/api/v1/auth/login",
+        "/api/v1/auth/callback",
+        "/api/v1/auth/status",
+        "/api/v1/auth/logout",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");
     }
