@@ -41,6 +41,7 @@ pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(routes::vms::router(state.clone()))
         .merge(routes::ssh_keys::router())
+        .merge(routes::tokens::router())
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

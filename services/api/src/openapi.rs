@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{admin, callbacks, health, providers, ssh_keys, vms};
+use crate::routes::{admin, callbacks, health, providers, ssh_keys, tokens, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -18,6 +18,7 @@ use crate::AppState;
         vms::extend_vm, vms::patch_vm, callbacks::callback,
         ssh_keys::add_ssh_key, ssh_keys::generate_ssh_key, ssh_keys::list_ssh_keys,
         ssh_keys::get_ssh_key, ssh_keys::delete_ssh_key,
+        tokens::create_token, tokens::list_tokens, tokens::delete_token,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,

@@ -65,16 +65,18 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin, all or nothing, and returns what they stored
+/// Executes `commands` in order as the caller, all or nothing, and returns what they stored
 /// and the catalog after them: the answer is built from that, never from the tables (which
 /// the projector may not have caught up yet). A refusal is answered as `error.rs` says:
 /// unknown ids 404, duplicates 409, invalid fields 422.
 async fn execute(
     state: &AppState,
+    principal: &crate::auth::Principal,
     request_id: &RequestId,
     commands: Vec<CatalogCommand>,
 ) -> Result<store::Committed<Catalog>, ApiError> {
-    Ok(store::catalog::execute(&state.pool, commands, &metadata(request_id)).await?)
+    let metadata = metadata(principal, request_id);
+    Ok(store::catalog::execute(&state.pool, commands, &metadata).await?)
 }
 
 /// The answer to a committed admin command: `body` with the position of the command's last

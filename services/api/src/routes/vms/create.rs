@@ -78,9 +78,11 @@ pub async fn create_vm(
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<CreateVmIn>,
 ) -> Result<Answered, ApiError> {
+    // With the caller: one user's key never answers another's request.
     let fingerprint = format!(
-        "POST /api/v1/vms {}",
-        serde_json::to_string(&input).expect("a request is plain data")
+        "POST /api/v1/vms {} by {}",
+        serde_json::to_string(&input).expect("a request is plain data"),
+        owner.user
     );
     if let Some(key) = &key {
         if let Some(kept) = kept_answer(&state, key, &fingerprint).await? {
@@ -95,7 +97,7 @@ pub async fn create_vm(
         spec: spec.clone(),
         at: time::OffsetDateTime::now_utc(),
     };
-    let metadata = metadata(&request_id);
+    let metadata = metadata(&owner, &request_id);
     match run(
         &state,
         vm,
@@ -198,6 +200,8 @@ fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
         && a.ssh_public_key == b.ssh_public_key
         && a.allow_ssh_from == b.allow_ssh_from
         && a.duration_hours == b.duration_hours
+        // Another user's VM with this id is not theirs to read back.
+        && a.owner == b.owner
 }
 
 /// Checks every field, the catalog included; returns the first problem, naming its field.
@@ -269,5 +273,6 @@ async fn validate(
         allow_ssh_from,
         duration_hours,
         username: row.username,
+        owner: owner.user,
     })
 }

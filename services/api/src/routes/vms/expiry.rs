@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::{command_vm, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -38,6 +39,7 @@ pub struct ExtendIn {
 pub async fn extend_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<ExtendIn>,
@@ -51,7 +53,7 @@ pub async fn extend_vm(
         hours,
         at: OffsetDateTime::now_utc(),
     };
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -83,6 +85,7 @@ pub struct PatchVmIn {
 pub async fn patch_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<PatchVmIn>,
@@ -93,5 +96,5 @@ pub async fn patch_vm(
         expires_at,
         at: OffsetDateTime::now_utc(),
     };
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }
