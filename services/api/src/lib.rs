@@ -2,12 +2,13 @@
 //! whole router, so tests can run it in process.
 
 mod answers;
-mod auth;
+pub mod auth;
 mod error;
 mod extract;
 mod layers;
 mod network;
 mod openapi;
+pub mod policy;
 mod routes;
 
 use std::sync::Arc;
@@ -35,6 +36,10 @@ pub struct AppState {
     pub callbacks: Arc<domain::callbacks::CallbackSigner>,
     /// What `allow_ssh_from` may name, and how `me` finds the caller.
     pub network: NetworkRules,
+    /// The Cedar policies in force: who may request what, and each user's limits.
+    pub policies: Arc<policy::Policies>,
+    /// Emails made admins at their sign-in (`PROVISIONING_BOOTSTRAP_ADMINS`, lowercased).
+    pub bootstrap_admins: Arc<[String]>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -42,6 +47,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::vms::router(state.clone()))
         .merge(routes::ssh_keys::router())
         .merge(routes::tokens::router())
+        .merge(routes::me::router())
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

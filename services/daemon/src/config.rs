@@ -66,6 +66,12 @@ pub struct Config {
     /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
     /// the default, when off.
     pub drift_check: Option<ingester::DriftCheckConfig>,
+    /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
+    /// and `*.cedar` files. Unset, the built-in defaults (`deploy/policies`) apply.
+    pub policy_dir: Option<PathBuf>,
+    /// Emails made admins (`PROVISIONING_BOOTSTRAP_ADMINS`, separated by commas): at start
+    /// and at their sign-in. A role is never lowered by it.
+    pub bootstrap_admins: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +192,15 @@ impl Config {
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
+            policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
+            bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")
+                .map(|v| {
+                    v.split(',')
+                        .map(|e| e.trim().to_lowercase())
+                        .filter(|e| !e.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }

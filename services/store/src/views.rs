@@ -105,6 +105,29 @@ pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx
     query.build_query_as().fetch_all(pool).await
 }
 
+/// What one VM of a user takes, from its template as the catalog has it now (zero for a
+/// template since removed).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Holding {
+    pub cpu: i32,
+    pub ram_gb: i32,
+    pub gpu: Option<String>,
+}
+
+/// The VMs of `owner` that are not destroyed, sized by their templates.
+#[tracing::instrument(skip_all, fields(owner = %owner), err)]
+pub async fn holdings(pool: &PgPool, owner: UserId) -> Result<Vec<Holding>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT coalesce(t.cpu, 0) AS cpu, coalesce(t.ram_gb, 0) AS ram_gb, t.gpu
+         FROM vm_views v
+         LEFT JOIN templates t ON t.provider_id = v.provider AND t.id = v.template
+         WHERE v.owner = $1 AND v.status <> 'destroyed'",
+    )
+    .bind(owner.as_uuid())
+    .fetch_all(pool)
+    .await
+}
+
 /// The folded view of a VM as the read model has it: its jobs with who and when.
 pub async fn view(pool: &PgPool, vm: VmId) -> Result<Option<VmView>, sqlx::Error> {
     let state: Option<serde_json::Value> =

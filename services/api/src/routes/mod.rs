@@ -2,6 +2,7 @@ pub mod admin;
 pub mod callbacks;
 pub mod events;
 pub mod health;
+pub mod me;
 pub mod providers;
 pub mod ssh_keys;
 pub mod tokens;

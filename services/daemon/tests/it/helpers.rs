@@ -146,6 +146,8 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
         trusted_client_ip_header: None,
         drift_check: None,
+        policy_dir: None,
+        bootstrap_admins: vec![],
     }
 }
 

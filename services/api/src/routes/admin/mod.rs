@@ -3,12 +3,16 @@
 //! with its actor; `GET /admin/catalog/events` is that audit history.
 
 mod dead_letters;
+mod policies;
 mod providers;
 mod templates;
+mod users;
 
 pub use dead_letters::*;
+pub use policies::*;
 pub use providers::*;
 pub use templates::*;
+pub use users::*;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -28,6 +32,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(providers::router())
         .merge(templates::router())
         .merge(dead_letters::router())
+        .merge(users::router())
+        .merge(policies::router())
         .route("/admin/catalog/events", get(list_catalog_events))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(

@@ -65,6 +65,7 @@ pub struct CreateVmIn {
         (status = 202, description = "Requested", body = VmOut,
             headers(("Provisioning-Position" = i64, description = "Position of the command's last event; send it back as `min_position` to read your write"))),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 403, description = "Denied by a policy (who may use the template, or a limit): `detail` names the policy; nothing was recorded", body = crate::error::ErrorBody),
         (status = 409, description = "A VM with this id exists, requested differently", body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid (`detail` names it), or the Idempotency-Key was used for another request", body = crate::error::ErrorBody),
         (status = 503, description = "The database cannot be reached; nothing was changed. Retry after `Retry-After` seconds", body = crate::error::ErrorBody),
@@ -262,7 +263,9 @@ async fn validate(
         }
     };
     let allow_ssh_from = allowed_networks(&state.network, &input.allow_ssh_from, caller)?;
+    // Last, once the request is valid: a refusal names the policy and records nothing.
     let duration_hours = DurationHours::parse(input.duration_hours)?;
+    crate::policy::admit(state, owner, &row, duration_hours.get().into()).await?;
     Ok(VmSpec {
         name,
         provider,

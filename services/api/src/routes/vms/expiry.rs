@@ -76,6 +76,7 @@ pub struct PatchVmIn {
     ),
     responses(
         (status = 202, description = "Set", body = VmOut),
+        (status = 403, description = "The caller is not an admin (users extend their VMs with `POST .../extend`)", body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody),
         (status = 409, description = "The VM is destroyed or to be destroyed", body = crate::error::ErrorBody),
         (status = 422, description = "`expires_at` is not an RFC 3339 time in the next 366 days", body = crate::error::ErrorBody),
@@ -90,6 +91,11 @@ pub async fn patch_vm(
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<PatchVmIn>,
 ) -> Result<Answered, ApiError> {
+    if !principal.is_admin() {
+        return Err(ApiError::Forbidden(
+            "only admins may set a VM's expiry; extend it with POST /api/v1/vms/{id}/extend".into(),
+        ));
+    }
     let expires_at = input.expires_at;
     let what = move |vm| format!("PATCH /api/v1/vms/{vm} {expires_at}");
     let command = ProvisioningCommand::SetExpiry {
