@@ -8,6 +8,7 @@ pub mod catalog;
 mod decide;
 pub mod identity;
 pub mod provisioning;
+pub mod quota;
 
 pub use actor::Actor;
 pub use decide::Decide;

@@ -24,6 +24,7 @@ pub(super) fn spec() -> VmSpec {
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(8).unwrap(),
         username: "ubuntu".into(),
+        owner: crate::identity::UserId::BUILTIN_ADMIN,
     }
 }
 

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::identity::UserId;
+
 /// A value that failed to parse, naming the input field it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {reason}")]
@@ -379,10 +381,18 @@ pub struct VmSpec {
     /// The login user on the VM, from the template.
     #[serde(default = "default_username")]
     pub username: String,
+    /// Who asked for it: the only user, admins aside, who sees it. Absent from events of
+    /// earlier versions, which belong to the built-in admin.
+    #[serde(default = "builtin_admin")]
+    pub owner: UserId,
 }
 
 fn default_username() -> String {
     "ubuntu".to_owned()
+}
+
+fn builtin_admin() -> UserId {
+    UserId::BUILTIN_ADMIN
 }
 
 #[cfg(test)]

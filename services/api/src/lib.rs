@@ -2,13 +2,14 @@
 //! whole router, so tests can run it in process.
 
 mod answers;
-mod auth;
+pub mod auth;
 mod error;
 mod extract;
 mod layers;
 mod network;
 pub mod oidc;
 mod openapi;
+pub mod policy;
 mod routes;
 
 use std::sync::Arc;
@@ -38,12 +39,18 @@ pub struct AppState {
     pub network: NetworkRules,
     /// Sign-in with OpenID Connect and its bearer JWTs, when configured.
     pub oidc: Option<Arc<oidc::Oidc>>,
+    /// The Cedar policies in force: who may request what, and each user's limits.
+    pub policies: Arc<policy::Policies>,
+    /// Emails made admins at their sign-in (`PROVISIONING_BOOTSTRAP_ADMINS`, lowercased).
+    pub bootstrap_admins: Arc<[String]>,
 }
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(routes::vms::router(state.clone()))
         .merge(routes::ssh_keys::router())
+        .merge(routes::tokens::router())
+        .merge(routes::me::router())
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

@@ -3,7 +3,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{admin, auth, callbacks, health, providers, ssh_keys, vms};
+use crate::routes::{admin, auth, callbacks, health, me, providers, ssh_keys, tokens, vms};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -18,12 +18,15 @@ use crate::AppState;
         vms::extend_vm, vms::patch_vm, callbacks::callback,
         ssh_keys::add_ssh_key, ssh_keys::generate_ssh_key, ssh_keys::list_ssh_keys,
         ssh_keys::get_ssh_key, ssh_keys::delete_ssh_key,
+        tokens::create_token, tokens::list_tokens, tokens::delete_token, me::get_me,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,
+        admin::list_users, admin::update_user, admin::reload_policies,
+        admin::list_policy_denials,
         get_openapi,
     ),
     components(schemas(crate::error::ErrorBody)),

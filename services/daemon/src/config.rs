@@ -70,6 +70,12 @@ pub struct Config {
     pub drift_check: Option<ingester::DriftCheckConfig>,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
+    /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
+    /// and `*.cedar` files. Unset, the built-in defaults (`deploy/policies`) apply.
+    pub policy_dir: Option<PathBuf>,
+    /// Emails made admins (`PROVISIONING_BOOTSTRAP_ADMINS`, separated by commas): at start
+    /// and at their sign-in. A role is never lowered by it.
+    pub bootstrap_admins: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -191,6 +197,15 @@ impl Config {
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
             oidc: oidc::oidc(&var)?,
+            policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
+            bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")
+                .map(|v| {
+                    v.split(',')
+                        .map(|e| e.trim().to_lowercase())
+                        .filter(|e| !e.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }

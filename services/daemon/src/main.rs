@@ -2,7 +2,7 @@ use anyhow::Context;
 use daemon::{telemetry, Application, Config, Roles};
 use secrecy::{ExposeSecret, SecretString};
 
-const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|providers validate|providers list]
+const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|providers validate|providers list|users grant-admin EMAIL|policies check]
 
   run (default)         every role in one process
   api, relay, ...       one role (for scale-out)
@@ -11,6 +11,9 @@ const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|in
   rebuild-projections   rebuild the read models from the events table
   providers validate    check hcl/providers.toml against the Terraform folders and the catalog
   providers list        print the provider registry
+  users grant-admin EMAIL
+                        make the user with EMAIL an admin (made if they never signed in)
+  policies check        validate the policies of PROVISIONING_POLICY_DIR and exit
 
 Configuration comes from the environment; see docs/operations.md.";
 
@@ -45,6 +48,11 @@ async fn main() -> anyhow::Result<()> {
         }
         "migrate" | "rebuild-projections" => Roles::NONE,
         "providers" => return providers(std::env::args().nth(2).as_deref()).await,
+        "users" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            return users(&args).await;
+        }
+        "policies" => return policies(std::env::args().nth(2).as_deref()),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return Ok(());
@@ -149,6 +157,37 @@ fn admin_token(config: &Config, roles: Roles) -> Option<SecretString> {
         None if roles.api && !config.sign_in_configured() => Some(generated()),
         None => None,
     }
+}
+
+/// `users grant-admin EMAIL`.
+async fn users(args: &[String]) -> anyhow::Result<()> {
+    let [command, email] = args else {
+        anyhow::bail!("usage: provisioningd users grant-admin EMAIL");
+    };
+    if command != "grant-admin" || !email.contains('@') {
+        anyhow::bail!("usage: provisioningd users grant-admin EMAIL");
+    }
+    let config = Config::from_env()?;
+    let pool = store::connect(config.database_url.expose_secret(), 2).await?;
+    store::migrate(&pool).await?;
+    let user = store::users::grant_admin(&pool, email).await?;
+    println!("{} is {} (user {})", user.email, user.role, user.id);
+    Ok(())
+}
+
+/// `policies check`.
+fn policies(command: Option<&str>) -> anyhow::Result<()> {
+    if command != Some("check") {
+        anyhow::bail!("usage: provisioningd policies check");
+    }
+    let config = Config::from_env()?;
+    let policies = api::policy::Policies::load(config.policy_dir)?;
+    println!(
+        "policies OK: {} policies from {}",
+        policies.book().len(),
+        policies.source()
+    );
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -63,6 +63,8 @@ pub enum StartupError {
     Kubernetes(#[from] dispatcher::ExecutorError),
     #[error("sign-in: {0}")]
     Oidc(#[from] api::oidc::OidcError),
+    #[error("policies: {0}")]
+    Policy(#[from] api::policy::PolicyError),
     #[error("PROVISIONING_CALLBACK_SECRET: must be at least 32 bytes")]
     CallbackKey,
     #[error("could not listen on {addr}: {source}")]
@@ -101,6 +103,8 @@ impl Application {
         roles: Roles,
         admin_token: Option<SecretString>,
     ) -> Result<Self, StartupError> {
+        // First: a bad policy stops the start before anything connects.
+        let policies = Arc::new(api::policy::Policies::load(config.policy_dir.clone())?);
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
         let pool =
@@ -109,6 +113,9 @@ impl Application {
         check_catalog(&pool, &registry).await?;
         if admin_token.is_some() {
             store::users::ensure_builtin_admin(&pool).await?;
+        }
+        for email in &config.bootstrap_admins {
+            store::users::grant_admin(&pool, email).await?;
         }
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
         bus::setup(&bus, config.nats_replicas).await?;
@@ -171,7 +178,6 @@ impl Application {
                     scopes: oidc.scopes,
                     audience: oidc.audience,
                     groups_claim: oidc.groups_claim,
-                    bootstrap_admins: oidc.bootstrap_admins,
                     public_url: public_url.clone(),
                 })
                 .await?,
@@ -209,6 +215,8 @@ impl Application {
                     })?,
             },
             oidc,
+            policies,
+            bootstrap_admins: config.bootstrap_admins.into(),
         };
         Ok(Self {
             roles,
@@ -334,6 +342,10 @@ impl Application {
                 roles.spawn("drift-check", check.run(cancel.clone()));
             }
         }
+        if self.roles.api {
+            let policies = state.policies.clone();
+            roles.spawn("policy-reload", reload_on_sighup(policies, cancel.clone()));
+        }
         if let Some(listener) = self.listener {
             let stop = cancel.clone();
             roles.spawn("api", async move {
@@ -365,6 +377,27 @@ impl Application {
         };
         while roles.join_next().await.is_some() {}
         result
+    }
+}
+
+/// Reloads the policies at each SIGHUP until cancelled; a bad reload keeps the old ones.
+async fn reload_on_sighup(policies: Arc<api::policy::Policies>, cancel: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(e) => {
+            tracing::error!(error = %e, "no SIGHUP handler: policies reload only through the API");
+            return cancel.cancelled().await;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = hangups.recv() => match policies.reload() {
+                Ok(count) => tracing::info!(policies = count, "policies reloaded on SIGHUP"),
+                Err(e) => tracing::error!(error = %e, "policies not reloaded on SIGHUP; the old ones stay"),
+            },
+        }
     }
 }
 

@@ -128,6 +128,7 @@ mod tests {
                 allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
                 duration_hours: DurationHours::parse(4).unwrap(),
         username: "ubuntu".into(),
+                owner: domain::identity::UserId::BUILTIN_ADMIN,
             },
         }
     }

@@ -61,7 +61,7 @@ impl Metadata {
             .format(&time::format_description::well_known::Rfc3339)
             .expect("the current time is within RFC 3339's years");
         BTreeMap::from([
-            ("actor".to_owned(), self.actor.as_str().to_owned()),
+            ("actor".to_owned(), self.actor.name()),
             ("correlation_id".to_owned(), self.correlation_id.clone()),
             ("time".to_owned(), now),
         ])

@@ -2,10 +2,34 @@
 //! the dispatcher check against the source of truth.
 
 use cqrs_es::Aggregate;
-use domain::provisioning::{Provisioning, VmId};
+use domain::identity::UserId;
+use domain::provisioning::{Provisioning, ProvisioningEvent, VmId};
 use serde::Serialize;
 use sqlx::PgPool;
 use time::OffsetDateTime;
+
+/// Who owns VM `vm`: the owner its `Requested` event (its first) names, the built-in admin
+/// for events of versions before owners; `None` if there is no such VM. Read from the
+/// events, not the read model, so a VM is its owner's as soon as its request committed.
+#[tracing::instrument(skip_all, fields(vm_id = %vm), err)]
+pub async fn vm_owner(pool: &PgPool, vm: VmId) -> Result<Option<UserId>, sqlx::Error> {
+    let payload: Option<serde_json::Value> = sqlx::query_scalar(
+        "SELECT payload::jsonb FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = 1",
+    )
+    .bind(Provisioning::TYPE)
+    .bind(vm.to_string())
+    .fetch_optional(pool)
+    .await?;
+    let Some(payload) = payload else {
+        return Ok(None);
+    };
+    match serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))? {
+        ProvisioningEvent::Requested { spec, .. } => Ok(Some(spec.owner)),
+        // Every VM's first event is its request; anything else is no VM to show.
+        _ => Ok(None),
+    }
+}
 
 /// The sequence of the last event of a VM, 0 if it has none.
 pub async fn last_sequence(pool: &PgPool, vm: VmId) -> Result<u64, sqlx::Error> {

@@ -1,6 +1,7 @@
 //! The VM read models: `vm_views` (one row per VM) and `vm_logs` (Terraform lines).
 
 use cqrs_es::Aggregate;
+use domain::identity::UserId;
 use domain::provisioning::{Provisioning, Stamp, VmId, VmView};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -33,6 +34,8 @@ pub struct VmRow {
     pub archived: bool,
     /// What the last refresh found drifted, until a successful create clears it.
     pub drift: Option<sqlx::types::Json<domain::provisioning::DriftReport>>,
+    /// Who asked for it.
+    pub owner: Uuid,
 }
 
 const COLUMNS: &str =
@@ -41,7 +44,7 @@ const COLUMNS: &str =
      COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting, expires_at,
      NULLIF(state->'lifecycle'->'boot', 'null'::jsonb) AS boot,
      NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app,
-     NULLIF(state->'drift', 'null'::jsonb) AS drift";
+     NULLIF(state->'drift', 'null'::jsonb) AS drift, owner";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))
@@ -63,6 +66,8 @@ pub struct ListFilter {
     /// previous page.
     pub after: Option<(OffsetDateTime, Uuid)>,
     pub limit: i64,
+    /// Only this user's VMs; everyone's when `None` (for admins).
+    pub owner: Option<UserId>,
 }
 
 /// The VMs `filter` selects, newest first (then by id, so pages never overlap nor skip a
@@ -81,6 +86,9 @@ pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx
     if let Some(provider) = &filter.provider {
         query.push(" AND provider = ").push_bind(provider.clone());
     }
+    if let Some(owner) = filter.owner {
+        query.push(" AND owner = ").push_bind(owner.as_uuid());
+    }
     if let Some((created_at, id)) = filter.after {
         query
             .push(" AND (created_at < ")
@@ -95,6 +103,29 @@ pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx
         .push(" ORDER BY created_at DESC, id LIMIT ")
         .push_bind(filter.limit);
     query.build_query_as().fetch_all(pool).await
+}
+
+/// What one VM of a user takes, from its template as the catalog has it now (zero for a
+/// template since removed).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Holding {
+    pub cpu: i32,
+    pub ram_gb: i32,
+    pub gpu: Option<String>,
+}
+
+/// The VMs of `owner` that are not destroyed, sized by their templates.
+#[tracing::instrument(skip_all, fields(owner = %owner), err)]
+pub async fn holdings(pool: &PgPool, owner: UserId) -> Result<Vec<Holding>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT coalesce(t.cpu, 0) AS cpu, coalesce(t.ram_gb, 0) AS ram_gb, t.gpu
+         FROM vm_views v
+         LEFT JOIN templates t ON t.provider_id = v.provider AND t.id = v.template
+         WHERE v.owner = $1 AND v.status <> 'destroyed'",
+    )
+    .bind(owner.as_uuid())
+    .fetch_all(pool)
+    .await
 }
 
 /// The folded view of a VM as the read model has it: its jobs with who and when.
@@ -139,8 +170,8 @@ pub async fn save(
     sqlx::query(
         "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
                                created_at, updated_at, last_sequence, state, archived,
-                               expires_at, boot_since)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                               expires_at, boot_since, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
          ON CONFLICT (id) DO UPDATE
          SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
              updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
@@ -161,6 +192,7 @@ pub async fn save(
     .bind(view.archived)
     .bind(view.expires_at())
     .bind(view.boot_since)
+    .bind(spec.owner.as_uuid())
     .execute(&mut **tx)
     .await?;
     Ok(())

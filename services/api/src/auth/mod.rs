@@ -13,6 +13,7 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 use domain::identity::{Role, UserId};
+use domain::Actor;
 use store::users::UserStatus;
 
 use crate::{ApiError, AppState};
@@ -35,6 +36,15 @@ impl Principal {
     /// for an admin. What the caller may not see is answered as if it did not exist.
     pub fn may_see(&self, owner: &UserId) -> bool {
         self.is_admin() || self.user == *owner
+    }
+
+    /// Who the caller's commands name in their events: `admin` for the admin token's
+    /// holder (as before users existed), `user:<uuid>` for every user.
+    pub fn actor(&self) -> Actor {
+        match self.user {
+            UserId::BUILTIN_ADMIN => Actor::Admin,
+            user => Actor::User(user),
+        }
     }
 
     /// What owns the SSH keys the caller registers: the user's id.

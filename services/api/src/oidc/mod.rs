@@ -49,7 +49,6 @@ pub struct OidcSettings {
     pub scopes: Vec<String>,
     pub audience: Option<String>,
     pub groups_claim: String,
-    pub bootstrap_admins: Vec<String>,
     /// Where browsers reach the API, e.g. `https://vms.example.org`.
     pub public_url: String,
 }
@@ -69,7 +68,6 @@ pub struct Oidc {
     pub(crate) issuer: String,
     pub(crate) scopes: Vec<String>,
     pub(crate) groups_claim: String,
-    pub(crate) bootstrap_admins: Vec<String>,
     pub(crate) end_session: Option<url::Url>,
     /// `scheme://host[:port]` of the public URL: what `Origin` must be.
     pub(crate) origin: String,
@@ -132,7 +130,6 @@ impl Oidc {
             issuer: settings.issuer,
             scopes: settings.scopes,
             groups_claim: settings.groups_claim,
-            bootstrap_admins: settings.bootstrap_admins,
             end_session,
             origin,
             public_url,

@@ -27,7 +27,7 @@ pub(crate) async fn sign_in(
         name: profile.name,
         groups: profile.groups,
     };
-    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &oidc.bootstrap_admins)
+    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
         .await
         .map_err(store_failed)?;
     if user.status != UserStatus::Active {
@@ -101,7 +101,7 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
             .map(str::to_owned),
         groups: super::claims::groups(claims, &oidc.groups_claim),
     };
-    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &oidc.bootstrap_admins)
+    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
         .await
         .map_err(store_failed)?;
     Ok(Some(user.id))

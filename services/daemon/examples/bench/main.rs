@@ -193,5 +193,6 @@ pub fn spec() -> VmSpec {
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "ubuntu".into(),
+        owner: domain::identity::UserId::BUILTIN_ADMIN,
     }
 }

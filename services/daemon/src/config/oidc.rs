@@ -21,8 +21,6 @@ pub struct OidcConfig {
     pub audience: Option<String>,
     /// `PROVISIONING_OIDC_GROUPS_CLAIM`: the claim with the user's groups (`groups`).
     pub groups_claim: String,
-    /// `PROVISIONING_BOOTSTRAP_ADMINS`: emails (lowercased) made admins when they sign in.
-    pub bootstrap_admins: Vec<String>,
 }
 
 /// The OpenID Connect settings: `None` when `PROVISIONING_OIDC_ISSUER` is unset, and then
@@ -82,18 +80,6 @@ pub fn oidc(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<OidcConfig>, 
     if !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".into());
     }
-    let bootstrap_admins = var("PROVISIONING_BOOTSTRAP_ADMINS")
-        .unwrap_or_default()
-        .split(',')
-        .map(|e| e.trim().to_lowercase())
-        .filter(|e| !e.is_empty())
-        .collect::<Vec<_>>();
-    if bootstrap_admins.iter().any(|e| !e.contains('@')) {
-        return Err(ConfigError {
-            name: "PROVISIONING_BOOTSTRAP_ADMINS",
-            reason: "must be email addresses separated by commas".into(),
-        });
-    }
     Ok(Some(OidcConfig {
         issuer: issuer.trim_end_matches('/').to_owned(),
         client_id: required("PROVISIONING_OIDC_CLIENT_ID")?,
@@ -101,7 +87,6 @@ pub fn oidc(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<OidcConfig>, 
         scopes,
         audience: var("PROVISIONING_OIDC_AUDIENCE"),
         groups_claim: var("PROVISIONING_OIDC_GROUPS_CLAIM").unwrap_or_else(|| "groups".into()),
-        bootstrap_admins,
     }))
 }
 
@@ -144,10 +129,6 @@ mod tests {
             ("PROVISIONING_OIDC_ISSUER", "https://sso.example/realms/a/"),
             ("PROVISIONING_OIDC_CLIENT_ID", "vms"),
             ("PROVISIONING_OIDC_CLIENT_SECRET", "s3cret"),
-            (
-                "PROVISIONING_BOOTSTRAP_ADMINS",
-                " Ann@Example.org, bo@example.org ",
-            ),
         ]))
         .unwrap()
         .unwrap();
@@ -155,10 +136,6 @@ mod tests {
         assert_eq!(config.scopes, ["openid", "profile", "email"]);
         assert_eq!(config.groups_claim, "groups");
         assert_eq!(config.audience, None);
-        assert_eq!(
-            config.bootstrap_admins,
-            ["ann@example.org", "bo@example.org"]
-        );
     }
 
     #[test]

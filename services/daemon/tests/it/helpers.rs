@@ -147,6 +147,8 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         trusted_client_ip_header: None,
         drift_check: None,
         oidc: None,
+        policy_dir: None,
+        bootstrap_admins: vec![],
     }
 }
 
@@ -481,6 +483,7 @@ pub fn vm_spec(name: &str) -> domain::provisioning::VmSpec {
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "ubuntu".into(),
+        owner: domain::identity::UserId::BUILTIN_ADMIN,
     }
 }
 

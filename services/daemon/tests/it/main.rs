@@ -1,5 +1,6 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
+mod access;
 mod answers;
 mod api;
 mod app_thread;
@@ -21,6 +22,7 @@ mod oidc_provider;
 mod oidc_tokens;
 mod outage;
 mod poison;
+mod policies;
 mod private_nats;
 mod providers;
 mod proxy;
@@ -30,6 +32,8 @@ mod scale;
 mod snapshots;
 mod ssh_keys;
 mod stream;
+mod tokens;
+mod users;
 mod vm_life;
 mod watchdog;
 mod wire;

@@ -332,8 +332,8 @@ async fn a_role_changed_in_the_database_takes_effect_at_once() {
 #[tokio::test]
 async fn a_bootstrap_admin_is_an_admin_from_the_first_sign_in() {
     let provider = TestProvider::start().await;
-    let app = spawn_signed_in_app(&provider, |oidc| {
-        oidc.bootstrap_admins = vec!["bob@example.org".into()];
+    let app = spawn_signed_in_app(&provider, |config| {
+        config.bootstrap_admins = vec!["bob@example.org".into()];
     })
     .await;
     let bob = Browser::new();

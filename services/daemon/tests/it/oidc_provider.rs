@@ -266,28 +266,29 @@ fn form_action(page: &str) -> Option<String> {
 }
 
 /// The daemon's API with sign-in through `provider`, registered there as its client;
-/// `configure` changes the sign-in settings.
+/// `configure` changes the configuration after that.
 pub async fn spawn_signed_in_app(
     provider: &TestProvider,
-    configure: impl FnOnce(&mut daemon::OidcConfig),
+    configure: impl FnOnce(&mut daemon::Config),
 ) -> crate::helpers::TestApp {
-    let mut oidc = daemon::OidcConfig {
+    let oidc = daemon::OidcConfig {
         issuer: provider.issuer.clone(),
         client_id: CLIENT_ID.into(),
         client_secret: CLIENT_SECRET.to_owned().into(),
         scopes: vec!["openid".into(), "profile".into(), "email".into()],
         audience: Some(AUDIENCE.into()),
         groups_claim: "groups".into(),
-        bootstrap_admins: vec![],
     };
-    configure(&mut oidc);
     let roles = daemon::Roles {
         api: true,
         ..daemon::Roles::NONE
     };
-    let app = crate::helpers::try_spawn_app(roles, |config| config.oidc = Some(oidc))
-        .await
-        .expect("the application starts");
+    let app = crate::helpers::try_spawn_app(roles, |config| {
+        config.oidc = Some(oidc);
+        configure(config);
+    })
+    .await
+    .expect("the application starts");
     provider.register_daemon(&app.address).await;
     app
 }

@@ -24,6 +24,8 @@ pub struct Vm {
     pub app: Option<Value>,
     pub archived: bool,
     pub drift: Option<Drift>,
+    /// The id of the user who asked for it.
+    pub owner: String,
 }
 
 /// `VmPage`: a page of the VM list.

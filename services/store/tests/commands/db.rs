@@ -68,6 +68,7 @@ pub fn vm_spec(name: &str) -> VmSpec {
         allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "debian".into(),
+        owner: domain::identity::UserId::BUILTIN_ADMIN,
     }
 }
 

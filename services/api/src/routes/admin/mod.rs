@@ -3,12 +3,16 @@
 //! with its actor; `GET /admin/catalog/events` is that audit history.
 
 mod dead_letters;
+mod policies;
 mod providers;
 mod templates;
+mod users;
 
 pub use dead_letters::*;
+pub use policies::*;
 pub use providers::*;
 pub use templates::*;
+pub use users::*;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -28,6 +32,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(providers::router())
         .merge(templates::router())
         .merge(dead_letters::router())
+        .merge(users::router())
+        .merge(policies::router())
         .route("/admin/catalog/events", get(list_catalog_events))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(
@@ -65,16 +71,18 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// Executes `commands` in order as the admin, all or nothing, and returns what they stored
+/// Executes `commands` in order as the caller, all or nothing, and returns what they stored
 /// and the catalog after them: the answer is built from that, never from the tables (which
 /// the projector may not have caught up yet). A refusal is answered as `error.rs` says:
 /// unknown ids 404, duplicates 409, invalid fields 422.
 async fn execute(
     state: &AppState,
+    principal: &crate::auth::Principal,
     request_id: &RequestId,
     commands: Vec<CatalogCommand>,
 ) -> Result<store::Committed<Catalog>, ApiError> {
-    Ok(store::catalog::execute(&state.pool, commands, &metadata(request_id)).await?)
+    let metadata = metadata(principal, request_id);
+    Ok(store::catalog::execute(&state.pool, commands, &metadata).await?)
 }
 
 /// The answer to a committed admin command: `body` with the position of the command's last

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::{answered, execute, invalid, OrderIn};
 use crate::answers::Answered;
+use crate::auth::Principal;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
@@ -102,6 +103,7 @@ pub async fn list_all_providers(
     ))]
 pub async fn create_provider(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     AppJson(input): AppJson<CreateProviderIn>,
 ) -> Result<Answered, ApiError> {
@@ -118,6 +120,7 @@ pub async fn create_provider(
     };
     let committed = execute(
         &state,
+        &principal,
         &request_id,
         vec![CatalogCommand::CreateProvider(spec)],
     )
@@ -139,6 +142,7 @@ pub async fn create_provider(
 #[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn update_provider(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     Path(provider): Path<String>,
     AppJson(input): AppJson<UpdateProviderIn>,
@@ -158,7 +162,7 @@ pub async fn update_provider(
             enabled,
         });
     }
-    let committed = execute(&state, &request_id, commands).await?;
+    let committed = execute(&state, &principal, &request_id, commands).await?;
     let out = provider_out(&committed.state, &id)?;
     Ok(answered(StatusCode::OK, &out, &committed))
 }
@@ -174,6 +178,7 @@ pub async fn update_provider(
     ))]
 pub async fn reorder_providers(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     AppJson(input): AppJson<OrderIn>,
 ) -> Result<Answered, ApiError> {
@@ -184,6 +189,7 @@ pub async fn reorder_providers(
         .collect::<Result<_, _>>()?;
     let committed = execute(
         &state,
+        &principal,
         &request_id,
         vec![CatalogCommand::ReorderProviders { ids }],
     )

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{answered, execute, invalid, OrderIn};
 use crate::answers::Answered;
+use crate::auth::Principal;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 pub fn router() -> Router<AppState> {
@@ -186,6 +187,7 @@ pub async fn list_all_templates(
     ))]
 pub async fn create_template(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     AppJson(input): AppJson<CreateTemplateIn>,
 ) -> Result<Answered, ApiError> {
@@ -223,6 +225,7 @@ pub async fn create_template(
     };
     let committed = execute(
         &state,
+        &principal,
         &request_id,
         vec![CatalogCommand::CreateTemplate(spec)],
     )
@@ -254,6 +257,7 @@ pub async fn create_template(
 #[tracing::instrument(skip_all, fields(provider = %provider, template = %template))]
 pub async fn update_template(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     Path((provider, template)): Path<(String, String)>,
     AppJson(input): AppJson<UpdateTemplateIn>,
@@ -292,7 +296,7 @@ pub async fn update_template(
             enabled,
         });
     }
-    let committed = execute(&state, &request_id, commands).await?;
+    let committed = execute(&state, &principal, &request_id, commands).await?;
     let out = template_out(&committed.state, &provider_id, &id)?;
     Ok(answered(StatusCode::OK, &out, &committed))
 }
@@ -311,6 +315,7 @@ pub async fn update_template(
 #[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn reorder_templates(
     State(state): State<AppState>,
+    principal: Principal,
     request_id: RequestId,
     Path(provider): Path<String>,
     AppJson(input): AppJson<OrderIn>,
@@ -326,7 +331,7 @@ pub async fn reorder_templates(
         provider: provider_id.clone(),
         ids,
     };
-    let committed = execute(&state, &request_id, vec![command]).await?;
+    let committed = execute(&state, &principal, &request_id, vec![command]).await?;
     let mut templates: Vec<&TemplateSpec> = committed
         .state
         .templates()

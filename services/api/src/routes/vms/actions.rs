@@ -5,6 +5,7 @@ use domain::provisioning::ProvisioningCommand;
 
 use super::{command_vm, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::{ApiError, AppState, RequestId};
 
 /// Runs the VM's failed (or cancelled) create or destroy again. A retry asked again while
@@ -25,12 +26,14 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn retry_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("POST /api/v1/vms/{vm}/retry");
     command_vm(
         &state,
+        &principal,
         &id,
         what,
         ProvisioningCommand::Retry,
@@ -60,12 +63,14 @@ pub async fn retry_vm(
 pub async fn refresh_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("POST /api/v1/vms/{vm}/refresh");
     command_vm(
         &state,
+        &principal,
         &id,
         what,
         ProvisioningCommand::Refresh,

@@ -6,6 +6,7 @@ use domain::provisioning::ProvisioningCommand;
 
 use super::{command_vm_answering, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::{ApiError, AppState, RequestId};
 
 /// Archives a destroyed VM: `GET /api/v1/vms` leaves it out unless asked for archived VMs.
@@ -27,10 +28,21 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn archive_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("POST /api/v1/vms/{vm}/archive");
     let command = ProvisioningCommand::Archive;
-    command_vm_answering(&state, &id, what, command, &request_id, key, StatusCode::OK).await
+    command_vm_answering(
+        &state,
+        &principal,
+        &id,
+        what,
+        command,
+        &request_id,
+        key,
+        StatusCode::OK,
+    )
+    .await
 }

@@ -65,6 +65,7 @@ pub struct CreateVmIn {
         (status = 202, description = "Requested", body = VmOut,
             headers(("Provisioning-Position" = i64, description = "Position of the command's last event; send it back as `min_position` to read your write"))),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 403, description = "Denied by a policy (who may use the template, or a limit): `detail` names the policy; nothing was recorded", body = crate::error::ErrorBody),
         (status = 409, description = "A VM with this id exists, requested differently", body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid (`detail` names it), or the Idempotency-Key was used for another request", body = crate::error::ErrorBody),
         (status = 503, description = "The database cannot be reached; nothing was changed. Retry after `Retry-After` seconds", body = crate::error::ErrorBody),
@@ -78,9 +79,11 @@ pub async fn create_vm(
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<CreateVmIn>,
 ) -> Result<Answered, ApiError> {
+    // With the caller: one user's key never answers another's request.
     let fingerprint = format!(
-        "POST /api/v1/vms {}",
-        serde_json::to_string(&input).expect("a request is plain data")
+        "POST /api/v1/vms {} by {}",
+        serde_json::to_string(&input).expect("a request is plain data"),
+        owner.user
     );
     if let Some(key) = &key {
         if let Some(kept) = kept_answer(&state, key, &fingerprint).await? {
@@ -95,7 +98,7 @@ pub async fn create_vm(
         spec: spec.clone(),
         at: time::OffsetDateTime::now_utc(),
     };
-    let metadata = metadata(&request_id);
+    let metadata = metadata(&owner, &request_id);
     match run(
         &state,
         vm,
@@ -198,6 +201,8 @@ fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
         && a.ssh_public_key == b.ssh_public_key
         && a.allow_ssh_from == b.allow_ssh_from
         && a.duration_hours == b.duration_hours
+        // Another user's VM with this id is not theirs to read back.
+        && a.owner == b.owner
 }
 
 /// Checks every field, the catalog included; returns the first problem, naming its field.
@@ -258,7 +263,9 @@ async fn validate(
         }
     };
     let allow_ssh_from = allowed_networks(&state.network, &input.allow_ssh_from, caller)?;
+    // Last, once the request is valid: a refusal names the policy and records nothing.
     let duration_hours = DurationHours::parse(input.duration_hours)?;
+    crate::policy::admit(state, owner, &row, duration_hours.get().into()).await?;
     Ok(VmSpec {
         name,
         provider,
@@ -269,5 +276,6 @@ async fn validate(
         allow_ssh_from,
         duration_hours,
         username: row.username,
+        owner: owner.user,
     })
 }

@@ -3,6 +3,7 @@ use domain::provisioning::ProvisioningCommand;
 
 use super::{command_vm, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::{ApiError, AppState, RequestId};
 
 /// Destroys a VM. If a job of the VM runs or waits, the destroy job runs after them; a
@@ -26,10 +27,11 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn destroy_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let what = |vm| format!("DELETE /api/v1/vms/{vm}");
     let command = ProvisioningCommand::RequestDestroy;
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }

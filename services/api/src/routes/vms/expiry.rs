@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::{command_vm, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::{ApiError, AppJson, AppState, RequestId};
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -38,6 +39,7 @@ pub struct ExtendIn {
 pub async fn extend_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<ExtendIn>,
@@ -51,7 +53,7 @@ pub async fn extend_vm(
         hours,
         at: OffsetDateTime::now_utc(),
     };
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -74,6 +76,7 @@ pub struct PatchVmIn {
     ),
     responses(
         (status = 202, description = "Set", body = VmOut),
+        (status = 403, description = "The caller is not an admin (users extend their VMs with `POST .../extend`)", body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody),
         (status = 409, description = "The VM is destroyed or to be destroyed", body = crate::error::ErrorBody),
         (status = 422, description = "`expires_at` is not an RFC 3339 time in the next 366 days", body = crate::error::ErrorBody),
@@ -83,15 +86,21 @@ pub struct PatchVmIn {
 pub async fn patch_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<PatchVmIn>,
 ) -> Result<Answered, ApiError> {
+    if !principal.is_admin() {
+        return Err(ApiError::Forbidden(
+            "only admins may set a VM's expiry; extend it with POST /api/v1/vms/{id}/extend".into(),
+        ));
+    }
     let expires_at = input.expires_at;
     let what = move |vm| format!("PATCH /api/v1/vms/{vm} {expires_at}");
     let command = ProvisioningCommand::SetExpiry {
         expires_at,
         at: OffsetDateTime::now_utc(),
     };
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }

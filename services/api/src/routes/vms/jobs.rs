@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use super::history::{LogOut, LogsQuery};
 use super::{command_vm, parse_id, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
+use crate::auth::Principal;
 use crate::routes::events::limit;
 use crate::{ApiError, AppState, RequestId};
 
@@ -134,6 +135,7 @@ pub async fn list_vm_job_logs(
 pub async fn cancel_vm_job(
     State(state): State<AppState>,
     Path((id, job)): Path<(String, String)>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
@@ -141,11 +143,11 @@ pub async fn cancel_vm_job(
     let what = |vm| format!("POST /api/v1/vms/{vm}/jobs/{job_id}/cancel");
     let command = ProvisioningCommand::CancelJob {
         job_id,
-        reason: format!("cancelled by {}", request_id_actor()),
+        reason: format!("cancelled by {}", principal.actor()),
         at: OffsetDateTime::now_utc(),
         deadline: false,
     };
-    command_vm(&state, &id, what, command, &request_id, key).await
+    command_vm(&state, &principal, &id, what, command, &request_id, key).await
 }
 
 /// Ends a running job whose cancel did not stop it: its runner is killed (the process, or
@@ -164,6 +166,7 @@ pub async fn cancel_vm_job(
 pub async fn force_cancel_vm_job(
     State(state): State<AppState>,
     Path((id, job)): Path<(String, String)>,
+    principal: Principal,
     request_id: RequestId,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
@@ -174,18 +177,13 @@ pub async fn force_cancel_vm_job(
         at: OffsetDateTime::now_utc(),
         cool_off: state.job_limits.cancel_cooloff,
     };
-    let answer = command_vm(&state, &id, what, command, &request_id, key).await?;
+    let answer = command_vm(&state, &principal, &id, what, command, &request_id, key).await?;
     // The job has ended: the watchdog kills its runner (on whichever replica holds it).
     let vm = parse_id(&id)?;
     if let Err(e) = store::liveness::request_stop(&state.pool, vm, job_id).await {
         tracing::warn!(error = %e, "could not ask for the runner to be stopped; the runner stops itself once it hears the job ended");
     }
     Ok(answer)
-}
-
-/// Who a user's cancel names as its cause (the admin is the only identity for now).
-fn request_id_actor() -> &'static str {
-    store::Actor::Admin.as_str()
 }
 
 fn parse_job(job: &str) -> Result<JobId, ApiError> {

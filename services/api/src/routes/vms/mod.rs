@@ -22,7 +22,10 @@ pub use jobs::*;
 pub use read::*;
 pub use stream::*;
 
+use axum::extract::{RawPathParams, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use domain::provisioning::{
@@ -35,6 +38,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::answers::Answered;
+use crate::auth::Principal;
 use crate::{ApiError, AppState};
 
 pub fn router(state: AppState) -> Router<AppState> {
@@ -57,9 +61,44 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(force_cancel_vm_job),
         )
         .route_layer(axum::middleware::from_fn_with_state(
-            state,
+            state.clone(),
             crate::answers::wait_for_min_position,
         ))
+        // Outermost: another user's VM is not found, before anything else looks at it.
+        .route_layer(axum::middleware::from_fn_with_state(state, only_visible))
+}
+
+/// On every route of one VM (`/vms/{id}...`): a VM the caller may not see
+/// ([`Principal::may_see`]) is answered 404, as one that does not exist.
+async fn only_visible(
+    State(state): State<AppState>,
+    principal: Principal,
+    params: RawPathParams,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let id = params
+        .iter()
+        .find(|(name, _)| *name == "id")
+        .map(|(_, v)| v);
+    if let Some(vm) = id.and_then(|id| id.parse::<VmId>().ok()) {
+        if !principal.is_admin() {
+            visible(&state, &principal, vm).await?;
+        }
+    }
+    Ok(next.run(request).await)
+}
+
+/// Ok when VM `vm` exists and the caller may see it; 404 otherwise.
+pub(crate) async fn visible(
+    state: &AppState,
+    principal: &Principal,
+    vm: VmId,
+) -> Result<(), ApiError> {
+    match store::vm_owner(&state.pool, vm).await? {
+        Some(owner) if principal.may_see(&owner) => Ok(()),
+        _ => Err(ApiError::NotFound(format!("no VM {vm}"))),
+    }
 }
 
 // Deliberately the same fields as `store::views::VmRow`: the wire type is kept stable and
@@ -108,6 +147,8 @@ pub struct VmOut {
     /// create; none when nothing drifted. Read from the read model: the answer to a
     /// command (202) leaves it out (null), `GET` shows it.
     pub drift: Option<DriftOut>,
+    /// The id of the user who asked for it: they and admins see it, no one else.
+    pub owner: Uuid,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -166,6 +207,7 @@ impl From<store::views::VmRow> for VmOut {
             app: row.app.map(|a| a.0),
             archived: row.archived,
             drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
+            owner: row.owner,
         }
     }
 }
@@ -214,6 +256,7 @@ fn vm_out(
         app: lifecycle.app.clone(),
         archived: false,
         drift: None,
+        owner: spec.owner.as_uuid(),
     }
 }
 
@@ -280,6 +323,7 @@ async fn run(
 /// answer. `what` names the request in the key's fingerprint (`POST /api/v1/vms/{id}/retry`).
 async fn command_vm(
     state: &AppState,
+    principal: &Principal,
     id: &str,
     what: impl Fn(VmId) -> String,
     command: ProvisioningCommand,
@@ -287,12 +331,14 @@ async fn command_vm(
     key: Option<String>,
 ) -> Result<Answered, ApiError> {
     let status = StatusCode::ACCEPTED;
-    command_vm_answering(state, id, what, command, request_id, key, status).await
+    command_vm_answering(state, principal, id, what, command, request_id, key, status).await
 }
 
 /// [`command_vm`], answering `status`: `200` for a command done when it is recorded.
+#[allow(clippy::too_many_arguments)]
 async fn command_vm_answering(
     state: &AppState,
+    principal: &Principal,
     id: &str,
     what: impl Fn(VmId) -> String,
     command: ProvisioningCommand,
@@ -312,7 +358,7 @@ async fn command_vm_answering(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
-    let metadata = crate::routes::metadata(request_id);
+    let metadata = crate::routes::metadata(principal, request_id);
     match run(
         state,
         vm,

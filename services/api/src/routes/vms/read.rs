@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{parse_id, VmOut};
+use crate::auth::Principal;
 use crate::{ApiError, AppState};
 
 /// How many VMs a page has unless `limit` says otherwise, and at most.
@@ -40,9 +41,12 @@ pub struct VmPage {
     ))]
 pub async fn list_vms(
     State(state): State<AppState>,
+    principal: Principal,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Json<VmPage>, ApiError> {
     let mut filter = list_filter(&params)?;
+    // Users list their own VMs; admins everyone's.
+    filter.owner = (!principal.is_admin()).then_some(principal.user);
     let limit = filter.limit;
     // One more than asked: whether a next page exists, without a second query.
     filter.limit += 1;

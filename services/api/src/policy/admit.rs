@@ -1,0 +1,57 @@
+//! Admitting a VM request: the policies' decision on the template, then the caller's limits
+//! against what they hold. A refusal is a 403 naming the policy, counted and logged, and
+//! nothing is recorded.
+
+use domain::identity::UserId;
+use domain::quota::{Size, Usage};
+
+use super::TemplateFacts;
+use crate::auth::Principal;
+use crate::{ApiError, AppState};
+
+/// Whether `principal` may request a VM of `template` for `hours`.
+pub async fn admit(
+    state: &AppState,
+    principal: &Principal,
+    template: &store::catalog::TemplateRow,
+    hours: u64,
+) -> Result<(), ApiError> {
+    let book = state.policies.book();
+    let size = Size::of_template(template.cpu, template.ram_gb, template.gpu.as_deref());
+    let facts = TemplateFacts {
+        provider: &template.provider_id,
+        template: &template.id,
+        size,
+        tags: &template.tags,
+    };
+    if let Err(denied) = book.may_create(principal, &facts, hours) {
+        return Err(refuse(state, principal, &denied.policy, denied.to_string()));
+    }
+    let limits = book.limits(principal);
+    let usage = usage_of(state, principal.user).await?;
+    limits.admit(&usage, size, hours).map_err(|exceeded| {
+        refuse(
+            state,
+            principal,
+            &exceeded.limit.policy,
+            exceeded.to_string(),
+        )
+    })
+}
+
+fn refuse(state: &AppState, principal: &Principal, policy: &str, detail: String) -> ApiError {
+    state.policies.denied(policy);
+    tracing::warn!(policy, user = %principal.user, %detail, "VM request denied by policy");
+    ApiError::Forbidden(detail)
+}
+
+/// What `user` holds: their VMs not destroyed, sized by their templates as the catalog has
+/// them now. Read from the read model, so requests faster than the projector may pass a
+/// limit by those in flight.
+pub async fn usage_of(state: &AppState, user: UserId) -> Result<Usage, ApiError> {
+    let mut usage = Usage::default();
+    for vm in store::views::holdings(&state.pool, user).await? {
+        usage.add(Size::of_template(vm.cpu, vm.ram_gb, vm.gpu.as_deref()));
+    }
+    Ok(usage)
+}

@@ -1,0 +1,158 @@
+//! `/api/v1/tokens`: personal API tokens, for scripts and the CLI. A token acts as its
+//! user (same role, same VMs); its secret is answered once, when it is made, and only its
+//! SHA-256 is stored. Revoked or expired tokens are refused with a 401.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::auth::{tokens, Principal};
+use crate::{ApiError, AppJson, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/tokens", get(list_tokens).post(create_token))
+        .route("/tokens/{id}", delete(delete_token))
+}
+
+/// A token to make.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenIn {
+    /// 1 to 64 characters on one line, e.g. `ci`.
+    pub name: String,
+    /// When it stops working (RFC 3339, in the future); never, when left out.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// A personal API token, without its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenOut {
+    pub id: Uuid,
+    pub name: String,
+    /// The secret's first characters (`pat_` and 8 hex digits), to tell tokens apart.
+    pub prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    /// When it was last used, to the minute; `null` if never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+/// A token just made: its secret, shown this once.
+#[derive(Serialize, ToSchema)]
+pub struct CreatedTokenOut {
+    /// `pat_` and 64 hex digits: send it as `Authorization: Bearer <token>`. Save it now:
+    /// the server keeps only its hash.
+    pub token: String,
+    #[serde(flatten)]
+    pub info: TokenOut,
+}
+
+impl From<store::api_tokens::ApiTokenRow> for TokenOut {
+    fn from(row: store::api_tokens::ApiTokenRow) -> Self {
+        TokenOut {
+            id: row.id,
+            name: row.name,
+            prefix: row.prefix,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+        }
+    }
+}
+
+/// Makes a personal API token for the caller.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens",
+    security(("bearer" = [])),
+    request_body = TokenIn,
+    responses(
+        (status = 201, description = "Made; the secret is in `token`, shown this once", body = CreatedTokenOut),
+        (status = 401, body = crate::error::ErrorBody),
+        (status = 422, description = "A field is invalid (`detail` names it)", body = crate::error::ErrorBody),
+    ))]
+#[tracing::instrument(skip_all, fields(user = %principal.user))]
+pub async fn create_token(
+    State(state): State<AppState>,
+    principal: Principal,
+    AppJson(input): AppJson<TokenIn>,
+) -> Result<(StatusCode, Json<CreatedTokenOut>), ApiError> {
+    // The same rule as an SSH key's name.
+    let name = domain::provisioning::SshKeyName::parse(&input.name)?;
+    if input
+        .expires_at
+        .is_some_and(|at| at <= OffsetDateTime::now_utc())
+    {
+        return Err(ApiError::Invalid {
+            field: "expires_at".into(),
+            reason: "must be in the future".into(),
+        });
+    }
+    let secret = tokens::generate();
+    let row = store::api_tokens::insert(
+        &state.pool,
+        principal.user,
+        name.as_str(),
+        &secret[..tokens::SHOWN],
+        &tokens::hash(&secret),
+        input.expires_at,
+    )
+    .await?;
+    tracing::info!(token = %row.id, "personal API token made");
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedTokenOut {
+            token: secret,
+            info: row.into(),
+        }),
+    ))
+}
+
+/// The caller's tokens (not revoked; expired ones included), oldest first.
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
+    security(("bearer" = [])),
+    responses((status = 200, body = [TokenOut]), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Vec<TokenOut>>, ApiError> {
+    let rows = store::api_tokens::list(&state.pool, principal.user).await?;
+    Ok(Json(rows.into_iter().map(TokenOut::from).collect()))
+}
+
+/// Revokes one of the caller's tokens: it is refused from now on.
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "token id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, body = crate::error::ErrorBody),
+        (status = 404, description = "The caller has no such token", body = crate::error::ErrorBody),
+    ))]
+#[tracing::instrument(skip_all, fields(user = %principal.user, token = %id))]
+pub async fn delete_token(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    // Not a token id: no such token either.
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound(format!("no token {id}")))?;
+    if store::api_tokens::revoke(&state.pool, principal.user, id).await? {
+        tracing::info!("personal API token revoked");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("no token {id}")))
+    }
+}
