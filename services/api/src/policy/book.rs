@@ -91,6 +91,10 @@ impl PolicyBook {
         self.count
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// Whether `who` may request a VM of `template` for `hours`.
     pub fn may_create(
         &self,
