@@ -47,6 +47,11 @@ pub fn without_credentials(url: &str) -> String {
         .join(",")
 }
 
+/// Where runners get their replies (JetStream acks, `job_active` answers): an inbox prefix
+/// of their own, so that the runners' NATS user may subscribe to it and to nothing the
+/// daemon receives on `_INBOX` (its pull consumers' messages among them).
+pub const RUNNER_INBOX_PREFIX: &str = "_INBOX_runner";
+
 impl Bus {
     /// Like [`Bus::connect`], proving who this client is with `auth`.
     pub async fn connect_as(
@@ -54,7 +59,25 @@ impl Bus {
         prefix: &str,
         auth: &NatsAuth,
     ) -> Result<Self, async_nats::ConnectError> {
-        let options = async_nats::ConnectOptions::new();
+        Self::connect_with(url, prefix, auth, async_nats::ConnectOptions::new()).await
+    }
+
+    /// Like [`Bus::connect_as`], for a runner: its replies come on [`RUNNER_INBOX_PREFIX`].
+    pub async fn connect_runner(
+        url: &str,
+        prefix: &str,
+        auth: &NatsAuth,
+    ) -> Result<Self, async_nats::ConnectError> {
+        let options = async_nats::ConnectOptions::new().custom_inbox_prefix(RUNNER_INBOX_PREFIX);
+        Self::connect_with(url, prefix, auth, options).await
+    }
+
+    async fn connect_with(
+        url: &str,
+        prefix: &str,
+        auth: &NatsAuth,
+        options: async_nats::ConnectOptions,
+    ) -> Result<Self, async_nats::ConnectError> {
         let options = match auth {
             NatsAuth::Url => options,
             NatsAuth::UserPassword { user, password } => {

@@ -9,9 +9,11 @@ use secrecy::SecretString;
 mod drift;
 mod kubernetes;
 mod lifecycle;
+mod runner_bus;
 use drift::drift_check;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
+pub use runner_bus::RunnerBusConfig;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -47,6 +49,8 @@ pub struct Config {
     /// (`PROVISIONING_RUNNER_PUBLISH_RETRY_SECS`, passed to them as
     /// `RUNNER_PUBLISH_RETRY_SECS`): a NATS outage shorter than this loses nothing.
     pub runner_publish_retry: std::time::Duration,
+    /// The runners' signing secret and local runners' NATS user.
+    pub runner_bus: RunnerBusConfig,
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
@@ -178,6 +182,7 @@ impl Config {
                     }
                 },
             },
+            runner_bus: runner_bus::runner_bus(&var, kubernetes.is_some())?,
             kubernetes,
             db_limits: db_limits(&var)?,
             lifecycle: lifecycle::lifecycle(&var)?,

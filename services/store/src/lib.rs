@@ -14,6 +14,7 @@ pub mod lease;
 pub mod life;
 pub mod liveness;
 pub mod projected;
+pub mod runner_keys;
 pub mod ssh_keys;
 mod together;
 pub mod views;

@@ -143,6 +143,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         kubernetes: None,
         db_limits: Default::default(),
         lifecycle: Default::default(),
+        runner_bus: Default::default(),
         ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
         trusted_client_ip_header: None,
         drift_check: None,
@@ -178,6 +179,20 @@ async fn start(
 }
 
 impl TestApp {
+    /// The key the dispatcher gives the runner of `job` of `vm`, derived from the master
+    /// secret the daemon keeps in the test's database: what a test playing that runner
+    /// signs with.
+    pub async fn job_key(
+        &self,
+        vm: domain::provisioning::VmId,
+        job: domain::provisioning::JobId,
+    ) -> bus::JobKey {
+        let master = store::runner_keys::runner_signing_key(&self.pool)
+            .await
+            .unwrap();
+        bus::RunnerKeys::new(master).unwrap().for_job(vm, job)
+    }
+
     /// A second replica of the whole application: same database, same NATS prefix, its
     /// own port and job directory.
     pub async fn spawn_replica(&self) -> TestApp {
