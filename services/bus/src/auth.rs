@@ -52,6 +52,21 @@ pub fn without_credentials(url: &str) -> String {
 /// daemon receives on `_INBOX` (its pull consumers' messages among them).
 pub const RUNNER_INBOX_PREFIX: &str = "_INBOX_runner";
 
+/// The `user:password@` (or `token@`) of the first server of `url` that names one,
+/// percent-decoded.
+fn url_credentials(url: &str) -> Option<(String, Option<String>)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    server_urls(url).into_iter().find_map(|server| {
+        let address: async_nats::ServerAddr = server.parse().ok()?;
+        let user = address.username()?;
+        Some((decode(user), address.password().map(decode)))
+    })
+}
+
 impl Bus {
     /// Like [`Bus::connect`], proving who this client is with `auth`.
     pub async fn connect_as(
@@ -78,8 +93,14 @@ impl Bus {
         auth: &NatsAuth,
         options: async_nats::ConnectOptions,
     ) -> Result<Self, async_nats::ConnectError> {
+        // The client takes no credentials from a URL: they are passed as options, to
+        // servers named without them.
         let options = match auth {
-            NatsAuth::Url => options,
+            NatsAuth::Url => match url_credentials(url) {
+                Some((user, Some(password))) => options.user_and_password(user, password),
+                Some((token, None)) => options.token(token),
+                None => options,
+            },
             NatsAuth::UserPassword { user, password } => {
                 options.user_and_password(user.clone(), password.expose_secret().to_owned())
             }
@@ -89,10 +110,11 @@ impl Bus {
                 })?
             }
         };
+        let servers = without_credentials(url);
         let client = options
             .name("provisioning")
             .retry_on_initial_connect()
-            .connect(server_urls(url))
+            .connect(server_urls(&servers))
             .await?;
         Ok(Self::new(client, prefix))
     }
@@ -100,7 +122,20 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
-    use super::without_credentials;
+    use super::{url_credentials, without_credentials};
+
+    #[test]
+    fn the_credentials_of_a_url_are_taken_from_its_first_server_that_names_them() {
+        assert_eq!(
+            url_credentials("nats://n1:4222,nats://provisioningd:p%40ss@n2:4222"),
+            Some(("provisioningd".into(), Some("p@ss".into())))
+        );
+        assert_eq!(
+            url_credentials("tls://s3cret@n1:4222"),
+            Some(("s3cret".into(), None))
+        );
+        assert_eq!(url_credentials("nats://127.0.0.1:4222"), None);
+    }
 
     #[test]
     fn credentials_are_stripped_from_every_server_of_a_url() {

@@ -15,6 +15,10 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// The runner's credentials, each with what each kind of executor needs of it.
     pub credentials: Vec<LaunchCredential>,
+    /// The key of this job alone, which signs the runner's reports (`RUNNER_SIGNING_KEY`):
+    /// the local executor passes it in the environment, the Kubernetes one in a Secret of
+    /// the Job's own.
+    pub signing_key: bus::JobKey,
     /// The working directory the dispatcher prepared.
     pub workdir: PathBuf,
     /// When the executor stops the runner whatever it does (Kubernetes:
@@ -114,6 +118,10 @@ impl Executor for LocalExecutor {
             })?;
             cmd.env(&credential.name, value.expose_secret());
         }
+        cmd.env(
+            runner::env::SIGNING_KEY,
+            launch.signing_key.to_secret().expose_secret(),
+        );
         let mut child = cmd
             .spawn()
             .map_err(|e| ExecutorError(format!("{}: {e}", self.runner_bin.display())))?;

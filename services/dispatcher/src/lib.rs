@@ -203,16 +203,10 @@ impl Dispatcher {
                 secret: None,
             });
         }
-        // Its job's key alone: a runner cannot sign for another job.
-        credentials.push(LaunchCredential {
-            name: env::SIGNING_KEY.to_owned(),
-            source: None,
-            value: Some(self.keys.for_job(job.vm_id, job.job_id).to_secret()),
-            secret: None,
-        });
         let secret_names = credentials
             .iter()
             .map(|c| c.name.as_str())
+            .chain([env::SIGNING_KEY])
             .collect::<Vec<_>>()
             .join(",");
         // Copying the provider's folder is blocking file work: off the async workers.
@@ -235,6 +229,8 @@ impl Dispatcher {
                 secret_names,
             ),
             credentials,
+            // Its job's key alone: a runner cannot sign for another job.
+            signing_key: self.keys.for_job(job.vm_id, job.job_id),
             workdir,
             active_deadline: self.config.job_limits.deadline(job.action)
                 + self.config.job_limits.cancel_cooloff,

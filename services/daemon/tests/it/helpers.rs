@@ -27,6 +27,8 @@ pub struct TestApp {
     pub bus: bus::Bus,
     pub client: reqwest::Client,
     pub db_name: String,
+    /// The NATS server the application uses (with its credentials, if any).
+    nats_url: String,
     running: Option<Running>,
     pub work: tempfile::TempDir,
     /// Whether dropping it removes the database and streams (a replica shares them).
@@ -171,6 +173,7 @@ async fn start(
         bus,
         client: reqwest::Client::new(),
         db_name: db_name.to_owned(),
+        nats_url: nats,
         running: Some(running),
         work,
         owner,
@@ -201,10 +204,19 @@ impl TestApp {
 
     /// A second replica, its configuration changed by `configure`.
     pub async fn spawn_replica_with(&self, configure: impl FnOnce(&mut Config)) -> TestApp {
+        self.spawn_replica_as(Roles::ALL, configure).await
+    }
+
+    /// A second application with `roles`, on the same database and NATS prefix.
+    pub async fn spawn_replica_as(
+        &self,
+        roles: Roles,
+        configure: impl FnOnce(&mut Config),
+    ) -> TestApp {
         let work = tempfile::tempdir().unwrap();
         let mut config = base_config(&self.db_name, self.bus.subjects.prefix(), work.path());
         configure(&mut config);
-        start(config, Roles::ALL, &self.db_name, work, false)
+        start(config, roles, &self.db_name, work, false)
             .await
             .expect("the replica starts")
     }
@@ -432,6 +444,13 @@ impl TestApp {
         }
         let db = self.db_name.clone();
         let prefix = self.bus.subjects.prefix().to_owned();
+        // The streams are where the application made them (through a proxy, maybe: the shared
+        // server's too). A test's own server may use the default prefix, whose streams on
+        // the shared server are never the test's.
+        let mut servers = vec![self.nats_url.clone()];
+        if prefix != "provisioning" && self.nats_url != nats_url() {
+            servers.push(nats_url());
+        }
         // Clean up on a thread of its own, with connections of its own: the test's runtime,
         // which drives the app's connections, is ending.
         let _ = std::thread::spawn(move || {
@@ -440,10 +459,17 @@ impl TestApp {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                if let Ok(bus) = bus::Bus::connect(&nats_url(), &prefix).await {
-                    for name in ["EVENTS", "JOBS", "RUNNER"] {
-                        let _ = bus.jetstream.delete_stream(bus.subjects.stream(name)).await;
-                    }
+                for nats in servers {
+                    // A test's own server may be gone already: the client would wait for it.
+                    let streams = async {
+                        if let Ok(bus) = bus::Bus::connect(&nats, &prefix).await {
+                            for name in ["EVENTS", "JOBS", "RUNNER"] {
+                                let stream = bus.subjects.stream(name);
+                                let _ = bus.jetstream.delete_stream(stream).await;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(5), streams).await;
                 }
                 if let Ok(admin) = store::connect(&server_url("postgres"), 1).await {
                     let _ =

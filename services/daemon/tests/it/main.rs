@@ -15,6 +15,7 @@ mod jobs;
 mod lifecycle;
 mod listing;
 mod load;
+mod nats_users;
 mod networks;
 mod outage;
 mod poison;
