@@ -9,13 +9,15 @@ use serde::Serialize;
 
 use crate::{JobKey, RunnerMessage, Subjects, SIGNATURE_HEADER};
 
-/// A runner message as JetStream gets it: its `Nats-Msg-Id` (which deduplicates a report
-/// sent again) and its signature by its job's key.
+/// A runner message as JetStream gets it: signed by its job's key, with a `Nats-Msg-Id`
+/// that deduplicates a report sent again. The id ends with the signature's first bytes:
+/// another job's runner, which cannot make the signature, cannot take a report's id first
+/// and have the genuine report dropped as its duplicate.
 pub fn signed(key: &JobKey, subject: &str, message_id: &str, payload: Bytes) -> PublishMessage {
-    let signature = key.sign(subject, message_id, &payload);
+    let signature = key.sign(subject, &payload);
     PublishMessage::build()
         .payload(payload)
-        .message_id(message_id)
+        .message_id(format!("{message_id}:{}", &signature[..16]))
         .header(SIGNATURE_HEADER, signature.as_str())
 }
 

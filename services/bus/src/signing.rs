@@ -1,6 +1,6 @@
 //! Runner messages are signed with a key given to their job alone: HMAC-SHA256 over the
-//! subject, the `Nats-Msg-Id` (which names the job and the report's sequence) and the body,
-//! sent as the `Provisioning-Signature` header. The job's key is derived from the
+//! subject and the body (which names the job and the report's line or beat), sent as the
+//! `Provisioning-Signature` header. The job's key is derived from the
 //! deployment's master secret and the job (`HMAC(master, vm_id, job_id)`), so the ingester
 //! checks any job's messages without storing a key, and a runner, which knows only its own
 //! job's key, cannot report for another job.
@@ -70,14 +70,13 @@ impl RunnerKeys {
         vm: VmId,
         job: JobId,
         subject: &str,
-        message_id: Option<&str>,
         payload: &[u8],
         signature: Option<&str>,
     ) -> Result<(), SignatureError> {
         let signature = signature.ok_or(SignatureError::Missing)?;
         let signature = hex::decode(signature.trim()).map_err(|_| SignatureError::Wrong)?;
         self.for_job(vm, job)
-            .mac(subject, message_id.unwrap_or_default(), payload)
+            .mac(subject, payload)
             .verify_slice(&signature)
             .map_err(|_| SignatureError::Wrong)
     }
@@ -98,19 +97,16 @@ impl JobKey {
             .map(JobKey)
     }
 
-    /// The signature of a message, for the [`SIGNATURE_HEADER`].
-    pub fn sign(&self, subject: &str, message_id: &str, payload: &[u8]) -> String {
-        hex::encode(
-            self.mac(subject, message_id, payload)
-                .finalize()
-                .into_bytes(),
-        )
+    /// The signature of a message, for the [`SIGNATURE_HEADER`]: the same for the same
+    /// message, so that one sent again is deduplicated.
+    pub fn sign(&self, subject: &str, payload: &[u8]) -> String {
+        hex::encode(self.mac(subject, payload).finalize().into_bytes())
     }
 
     /// Each field with its length first, so no two messages sign the same bytes.
-    fn mac(&self, subject: &str, message_id: &str, payload: &[u8]) -> HmacSha256 {
+    fn mac(&self, subject: &str, payload: &[u8]) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key");
-        for field in [subject.as_bytes(), message_id.as_bytes(), payload] {
+        for field in [subject.as_bytes(), payload] {
             mac.update(&(field.len() as u64).to_be_bytes());
             mac.update(field);
         }
@@ -123,7 +119,6 @@ mod tests {
     use super::*;
 
     const SUBJECT: &str = "provisioning.runner.vm.1.log";
-    const ID: &str = "runner:vm:1:log:7";
     const BODY: &[u8] = br#"{"kind":"log","line":7}"#;
 
     fn keys() -> RunnerKeys {
@@ -137,9 +132,9 @@ mod tests {
     #[test]
     fn a_message_signed_with_its_jobs_key_is_accepted() {
         let (a, job) = (vm(1), JobId::new(3));
-        let signature = keys().for_job(a, job).sign(SUBJECT, ID, BODY);
+        let signature = keys().for_job(a, job).sign(SUBJECT, BODY);
         assert_eq!(
-            keys().verify(a, job, SUBJECT, Some(ID), BODY, Some(&signature)),
+            keys().verify(a, job, SUBJECT, BODY, Some(&signature)),
             Ok(())
         );
         // The key the runner is given works as the daemon's.
@@ -147,48 +142,51 @@ mod tests {
             &keys().for_job(a, job).to_secret(),
         ))
         .unwrap();
-        assert_eq!(given.sign(SUBJECT, ID, BODY), signature);
+        assert_eq!(given.sign(SUBJECT, BODY), signature);
     }
 
     #[test]
     fn tampering_with_any_field_or_signing_for_another_job_is_refused() {
         let (a, job) = (vm(1), JobId::new(3));
-        let signature = keys().for_job(a, job).sign(SUBJECT, ID, BODY);
-        let check = |vm, job, subject: &str, id: &str, body: &[u8], sig: Option<&str>| {
-            keys().verify(vm, job, subject, Some(id), body, sig)
+        let signature = keys().for_job(a, job).sign(SUBJECT, BODY);
+        let check = |vm, job, subject: &str, body: &[u8], sig: Option<&str>| {
+            keys().verify(vm, job, subject, body, sig)
         };
         let wrong = Err(SignatureError::Wrong);
         let sig = Some(signature.as_str());
         assert_eq!(
-            check(a, job, "provisioning.runner.vm.1.result", ID, BODY, sig),
+            check(a, job, "provisioning.runner.vm.1.result", BODY, sig),
             wrong
         );
         assert_eq!(
-            check(a, job, SUBJECT, "runner:vm:1:log:8", BODY, sig),
-            wrong
-        );
-        assert_eq!(
-            check(a, job, SUBJECT, ID, br#"{"kind":"log","line":8}"#, sig),
+            check(a, job, SUBJECT, br#"{"kind":"log","line":8}"#, sig),
             wrong
         );
         // The same message claimed for another job of the VM, or the same job of another VM.
-        assert_eq!(check(a, JobId::new(4), SUBJECT, ID, BODY, sig), wrong);
-        assert_eq!(check(vm(2), job, SUBJECT, ID, BODY, sig), wrong);
+        assert_eq!(check(a, JobId::new(4), SUBJECT, BODY, sig), wrong);
+        assert_eq!(check(vm(2), job, SUBJECT, BODY, sig), wrong);
         // Signed with another job's key, or with another deployment's master.
-        let other_job = keys().for_job(vm(2), job).sign(SUBJECT, ID, BODY);
-        assert_eq!(check(a, job, SUBJECT, ID, BODY, Some(&other_job)), wrong);
+        let other_job = keys().for_job(vm(2), job).sign(SUBJECT, BODY);
+        assert_eq!(check(a, job, SUBJECT, BODY, Some(&other_job)), wrong);
         let other_master = RunnerKeys::new(vec![7; 32]).unwrap();
-        let forged = other_master.for_job(a, job).sign(SUBJECT, ID, BODY);
-        assert_eq!(check(a, job, SUBJECT, ID, BODY, Some(&forged)), wrong);
-        // Fields moved from one to the next.
+        let forged = other_master.for_job(a, job).sign(SUBJECT, BODY);
+        assert_eq!(check(a, job, SUBJECT, BODY, Some(&forged)), wrong);
+        // A field's bytes moved into the next one.
         let shifted = keys()
             .for_job(a, job)
-            .sign("provisioning.runner.vm.1.lo", "g", BODY);
-        assert_eq!(check(a, job, SUBJECT, "", BODY, Some(&shifted)), wrong);
-        assert_eq!(check(a, job, SUBJECT, ID, BODY, Some("not hex")), wrong);
-        assert_eq!(check(a, job, SUBJECT, ID, BODY, Some("")), wrong);
+            .sign("provisioning.runner.vm.1.lo", b"g");
+        assert_eq!(check(a, job, SUBJECT, b"", Some(&shifted)), wrong);
+        // One bit of the signature changed, none at all, not hex.
+        let mut flipped = hex::decode(&signature).unwrap();
+        flipped[0] ^= 1;
         assert_eq!(
-            check(a, job, SUBJECT, ID, BODY, None),
+            check(a, job, SUBJECT, BODY, Some(&hex::encode(flipped))),
+            wrong
+        );
+        assert_eq!(check(a, job, SUBJECT, BODY, Some("not hex")), wrong);
+        assert_eq!(check(a, job, SUBJECT, BODY, Some("")), wrong);
+        assert_eq!(
+            check(a, job, SUBJECT, BODY, None),
             Err(SignatureError::Missing)
         );
     }

@@ -112,21 +112,18 @@ impl Ingester {
         if message.subject.as_str() != self.bus.subjects.runner(parsed.vm_id, parsed.job_id, kind) {
             return Err("its subject is not its job's".into());
         }
-        let header = |name: &str| {
-            message
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(name))
-                .map(|v| v.as_str())
-        };
+        let signature = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(bus::SIGNATURE_HEADER))
+            .map(|v| v.as_str());
         self.keys
             .verify(
                 parsed.vm_id,
                 parsed.job_id,
                 &message.subject,
-                header("Nats-Msg-Id"),
                 &message.payload,
-                header(bus::SIGNATURE_HEADER),
+                signature,
             )
             .map_err(|e| e.to_string())
     }

@@ -9,6 +9,7 @@ mod catalog;
 mod database;
 mod dispatch;
 mod drift;
+mod forgery;
 mod helpers;
 mod ingester;
 mod jobs;
