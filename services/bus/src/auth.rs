@@ -47,6 +47,26 @@ pub fn without_credentials(url: &str) -> String {
         .join(",")
 }
 
+/// Where runners get their replies (JetStream acks, `job_active` answers): an inbox prefix
+/// of their own, so that the runners' NATS user may subscribe to it and to nothing the
+/// daemon receives on `_INBOX` (its pull consumers' messages among them).
+pub const RUNNER_INBOX_PREFIX: &str = "_INBOX_runner";
+
+/// The `user:password@` (or `token@`) of the first server of `url` that names one,
+/// percent-decoded.
+fn url_credentials(url: &str) -> Option<(String, Option<String>)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    server_urls(url).into_iter().find_map(|server| {
+        let address: async_nats::ServerAddr = server.parse().ok()?;
+        let user = address.username()?;
+        Some((decode(user), address.password().map(decode)))
+    })
+}
+
 impl Bus {
     /// Like [`Bus::connect`], proving who this client is with `auth`.
     pub async fn connect_as(
@@ -54,9 +74,33 @@ impl Bus {
         prefix: &str,
         auth: &NatsAuth,
     ) -> Result<Self, async_nats::ConnectError> {
-        let options = async_nats::ConnectOptions::new();
+        Self::connect_with(url, prefix, auth, async_nats::ConnectOptions::new()).await
+    }
+
+    /// Like [`Bus::connect_as`], for a runner: its replies come on [`RUNNER_INBOX_PREFIX`].
+    pub async fn connect_runner(
+        url: &str,
+        prefix: &str,
+        auth: &NatsAuth,
+    ) -> Result<Self, async_nats::ConnectError> {
+        let options = async_nats::ConnectOptions::new().custom_inbox_prefix(RUNNER_INBOX_PREFIX);
+        Self::connect_with(url, prefix, auth, options).await
+    }
+
+    async fn connect_with(
+        url: &str,
+        prefix: &str,
+        auth: &NatsAuth,
+        options: async_nats::ConnectOptions,
+    ) -> Result<Self, async_nats::ConnectError> {
+        // The client takes no credentials from a URL: they are passed as options, to
+        // servers named without them.
         let options = match auth {
-            NatsAuth::Url => options,
+            NatsAuth::Url => match url_credentials(url) {
+                Some((user, Some(password))) => options.user_and_password(user, password),
+                Some((token, None)) => options.token(token),
+                None => options,
+            },
             NatsAuth::UserPassword { user, password } => {
                 options.user_and_password(user.clone(), password.expose_secret().to_owned())
             }
@@ -66,10 +110,11 @@ impl Bus {
                 })?
             }
         };
+        let servers = without_credentials(url);
         let client = options
             .name("provisioning")
             .retry_on_initial_connect()
-            .connect(server_urls(url))
+            .connect(server_urls(&servers))
             .await?;
         Ok(Self::new(client, prefix))
     }
@@ -77,7 +122,20 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
-    use super::without_credentials;
+    use super::{url_credentials, without_credentials};
+
+    #[test]
+    fn the_credentials_of_a_url_are_taken_from_its_first_server_that_names_them() {
+        assert_eq!(
+            url_credentials("nats://n1:4222,nats://provisioningd:p%40ss@n2:4222"),
+            Some(("provisioningd".into(), Some("p@ss".into())))
+        );
+        assert_eq!(
+            url_credentials("tls://s3cret@n1:4222"),
+            Some(("s3cret".into(), None))
+        );
+        assert_eq!(url_credentials("nats://127.0.0.1:4222"), None);
+    }
 
     #[test]
     fn credentials_are_stripped_from_every_server_of_a_url() {

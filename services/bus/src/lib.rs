@@ -10,13 +10,15 @@ mod consumer;
 mod definitions;
 mod messages;
 mod publisher;
+mod signing;
 mod subjects;
 
-pub use auth::{without_credentials, NatsAuth};
+pub use auth::{without_credentials, NatsAuth, RUNNER_INBOX_PREFIX};
 pub use consumer::run_consumer;
 pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
 pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
-pub use publisher::{Publisher, SendError};
+pub use publisher::{signed, Publisher, SendError};
+pub use signing::{JobKey, RunnerKeys, SignatureError, MIN_MASTER_LEN, SIGNATURE_HEADER};
 pub use subjects::Subjects;
 
 /// A connection to NATS with the subject prefix of this deployment (or of one test).
@@ -67,10 +69,17 @@ impl Bus {
         }
     }
 
-    /// Publishes one runner message and waits for its acknowledgement.
-    pub async fn publish_runner_message(&self, message: &RunnerMessage) -> Result<(), SendError> {
+    /// Publishes one runner message, signed with its job's `key`, and waits for its
+    /// acknowledgement.
+    pub async fn publish_runner_message(
+        &self,
+        key: &JobKey,
+        message: &RunnerMessage,
+    ) -> Result<(), SendError> {
         let mut publisher = Publisher::new(self.jetstream.clone(), 1);
-        publisher.publish_runner(&self.subjects, message).await?;
+        publisher
+            .publish_runner(&self.subjects, key, message)
+            .await?;
         Ok(publisher.flush().await?)
     }
 }

@@ -7,7 +7,19 @@ use async_nats::jetstream::Context;
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::{RunnerMessage, Subjects};
+use crate::{JobKey, RunnerMessage, Subjects, SIGNATURE_HEADER};
+
+/// A runner message as JetStream gets it: signed by its job's key, with a `Nats-Msg-Id`
+/// that deduplicates a report sent again. The id ends with the signature's first bytes:
+/// another job's runner, which cannot make the signature, cannot take a report's id first
+/// and have the genuine report dropped as its duplicate.
+pub fn signed(key: &JobKey, subject: &str, message_id: &str, payload: Bytes) -> PublishMessage {
+    let signature = key.sign(subject, &payload);
+    PublishMessage::build()
+        .payload(payload)
+        .message_id(format!("{message_id}:{}", &signature[..16]))
+        .header(SIGNATURE_HEADER, signature.as_str())
+}
 
 /// Why a message was not published.
 #[derive(Debug, thiserror::Error)]
@@ -42,12 +54,16 @@ impl Publisher {
         message_id: &str,
         payload: Bytes,
     ) -> Result<(), PublishError> {
-        if self.in_flight.len() >= self.window {
-            self.await_oldest().await?;
-        }
         let message = PublishMessage::build()
             .payload(payload)
             .message_id(message_id);
+        self.send(subject, message).await
+    }
+
+    async fn send(&mut self, subject: String, message: PublishMessage) -> Result<(), PublishError> {
+        if self.in_flight.len() >= self.window {
+            self.await_oldest().await?;
+        }
         let ack = self.jetstream.send_publish(subject, message).await?;
         self.in_flight.push_back(ack);
         Ok(())
@@ -64,15 +80,18 @@ impl Publisher {
         Ok(self.publish(subject, message_id, payload.into()).await?)
     }
 
-    /// Publishes a runner message on the subject of its job and kind.
+    /// Publishes a runner message on the subject of its job and kind, signed with `key`,
+    /// the key of its job.
     pub async fn publish_runner(
         &mut self,
         subjects: &Subjects,
+        key: &JobKey,
         message: &RunnerMessage,
     ) -> Result<(), SendError> {
         let subject = subjects.runner(message.vm_id, message.job_id, message.report.subject_kind());
-        self.publish_json(subject, &message.message_id(), message)
-            .await
+        let payload = serde_json::to_vec(message)?;
+        let message = signed(key, &subject, &message.message_id(), payload.into());
+        Ok(self.send(subject, message).await?)
     }
 
     /// Waits for every acknowledgement still in flight.

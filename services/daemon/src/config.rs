@@ -10,10 +10,12 @@ mod drift;
 mod kubernetes;
 mod lifecycle;
 mod oidc;
+mod runner_bus;
 use drift::drift_check;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 pub use oidc::OidcConfig;
+pub use runner_bus::RunnerBusConfig;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -51,6 +53,8 @@ pub struct Config {
     /// (`PROVISIONING_RUNNER_PUBLISH_RETRY_SECS`, passed to them as
     /// `RUNNER_PUBLISH_RETRY_SECS`): a NATS outage shorter than this loses nothing.
     pub runner_publish_retry: std::time::Duration,
+    /// The runners' signing secret and local runners' NATS user.
+    pub runner_bus: RunnerBusConfig,
     /// `PROVISIONING_EXECUTOR=kubernetes`: runners run as Kubernetes Jobs; `None` (the
     /// default) runs them as child processes of the dispatcher.
     pub kubernetes: Option<dispatcher::KubernetesConfig>,
@@ -190,6 +194,7 @@ impl Config {
                     }
                 },
             },
+            runner_bus: runner_bus::runner_bus(&var, kubernetes.is_some())?,
             kubernetes,
             db_limits: db_limits(&var)?,
             lifecycle: lifecycle::lifecycle(&var)?,

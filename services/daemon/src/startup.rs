@@ -67,6 +67,8 @@ pub enum StartupError {
     Policy(#[from] api::policy::PolicyError),
     #[error("PROVISIONING_CALLBACK_SECRET: must be at least 32 bytes")]
     CallbackKey,
+    #[error("PROVISIONING_RUNNER_SIGNING_SECRET: must be at least 32 bytes")]
+    RunnerSigningKey,
     #[error("could not listen on {addr}: {source}")]
     Listen {
         addr: std::net::SocketAddr,
@@ -91,8 +93,24 @@ pub struct Application {
         std::time::Duration,
     ),
     max_runners: usize,
+    /// Signs and checks runner messages, by job.
+    runner_keys: bus::RunnerKeys,
     drift_check: Option<ingester::DriftCheckConfig>,
     cancel: CancellationToken,
+}
+
+/// The runners' master secret: configured, or the one the daemons keep in Postgres.
+async fn runner_keys(
+    pool: &store::PgPool,
+    config: &crate::config::RunnerBusConfig,
+) -> Result<bus::RunnerKeys, StartupError> {
+    let master = match &config.signing_secret {
+        Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+        None => store::runner_keys::runner_signing_key(pool)
+            .await
+            .map_err(store::StoreError::from)?,
+    };
+    bus::RunnerKeys::new(master).ok_or(StartupError::RunnerSigningKey)
 }
 
 impl Application {
@@ -119,6 +137,7 @@ impl Application {
         }
         let bus = bus::Bus::connect(&config.nats_url, &config.nats_prefix).await?;
         bus::setup(&bus, config.nats_replicas).await?;
+        let runner_keys = runner_keys(&pool, &config.runner_bus).await?;
         let (backend_conn_str, backend_password) =
             backend_connection(config.tf_backend_url.expose_secret())?;
         let backend_secret = config
@@ -135,6 +154,7 @@ impl Application {
                 let local = LocalExecutor {
                     runner_bin: config.runner_bin,
                     bus: bus.clone(),
+                    keys: runner_keys.clone(),
                 };
                 (Arc::new(local), None)
             }
@@ -227,6 +247,7 @@ impl Application {
                 hcl_dir: config.hcl_dir,
                 work_dir: config.work_dir,
                 nats_url: config.nats_url,
+                runner_nats_user: config.runner_bus.nats_user,
                 backend_conn_str,
                 backend_password,
                 backend_secret,
@@ -242,6 +263,7 @@ impl Application {
             kubernetes,
             job_silence: config.job_silence,
             max_runners: config.max_runners,
+            runner_keys,
             drift_check: config.drift_check,
             cancel: CancellationToken::new(),
         })
@@ -296,13 +318,17 @@ impl Application {
                 executor: self.executor.clone(),
                 max_runners: self.max_runners,
                 name: dispatcher_name(),
+                keys: self.runner_keys.clone(),
             };
             roles.spawn("dispatcher", dispatcher.run(cancel.clone()));
             if let Some(kubernetes) = &self.kubernetes {
                 // Reports the jobs whose runner's Job or pod ended in a way it could not
                 // report; its reconciler, those whose Job vanished.
                 let watcher = kubernetes.watcher(
-                    Arc::new(dispatcher::BusFailures(state.bus.clone())),
+                    Arc::new(dispatcher::BusFailures(
+                        state.bus.clone(),
+                        self.runner_keys.clone(),
+                    )),
                     Arc::new(dispatcher::StoreRunningJobs(state.pool.clone())),
                 );
                 roles.spawn("kubernetes-watcher", watcher.run(cancel.clone()));
@@ -317,6 +343,7 @@ impl Application {
             let ingester = Ingester {
                 bus: state.bus.clone(),
                 pool: state.pool.clone(),
+                keys: self.runner_keys.clone(),
             };
             roles.spawn("ingester", ingester.run(cancel.clone()));
             let watchdog = ingester::Watchdog {

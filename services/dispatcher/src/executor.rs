@@ -15,6 +15,10 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// The runner's credentials, each with what each kind of executor needs of it.
     pub credentials: Vec<LaunchCredential>,
+    /// The key of this job alone, which signs the runner's reports (`RUNNER_SIGNING_KEY`):
+    /// the local executor passes it in the environment, the Kubernetes one in a Secret of
+    /// the Job's own.
+    pub signing_key: bus::JobKey,
     /// The working directory the dispatcher prepared.
     pub workdir: PathBuf,
     /// When the executor stops the runner whatever it does (Kubernetes:
@@ -82,6 +86,8 @@ const INHERITED: &[&str] = &[
 pub struct LocalExecutor {
     pub runner_bin: PathBuf,
     pub bus: bus::Bus,
+    /// To sign the failure it reports for a runner.
+    pub keys: bus::RunnerKeys,
 }
 
 #[async_trait::async_trait]
@@ -112,6 +118,10 @@ impl Executor for LocalExecutor {
             })?;
             cmd.env(&credential.name, value.expose_secret());
         }
+        cmd.env(
+            runner::env::SIGNING_KEY,
+            launch.signing_key.to_secret().expose_secret(),
+        );
         let mut child = cmd
             .spawn()
             .map_err(|e| ExecutorError(format!("{}: {e}", self.runner_bin.display())))?;
@@ -119,7 +129,7 @@ impl Executor for LocalExecutor {
         let name = format!("local:{pid}");
         tracing::info!(pid, action = launch.action.as_str(), "runner started");
         // Reap the child, so it leaves no zombie; its reports go over NATS.
-        let bus = self.bus.clone();
+        let (bus, keys) = (self.bus.clone(), self.keys.clone());
         let (vm_id, job_id) = (launch.vm_id, launch.job_id);
         tokio::spawn(async move {
             let reason = match child.wait().await {
@@ -128,7 +138,7 @@ impl Executor for LocalExecutor {
                 Err(e) => format!("the runner was lost: {e}"),
             };
             tracing::warn!(pid, %reason, "reporting the job as failed");
-            if let Err(e) = crate::report_failure(&bus, vm_id, job_id, reason).await {
+            if let Err(e) = crate::report_failure(&bus, &keys, vm_id, job_id, reason).await {
                 tracing::error!(pid, error = %e, "could not report the job as failed");
             }
         });
@@ -202,6 +212,7 @@ mod tests {
         let executor = LocalExecutor {
             runner_bin: "unused".into(),
             bus: bus::Bus::connect(&nats, "executor-test").await.unwrap(),
+            keys: bus::RunnerKeys::new(vec![1; 32]).unwrap(),
         };
         let mut child = tokio::process::Command::new("sleep")
             .arg("30")

@@ -40,6 +40,9 @@ pub struct DispatcherConfig {
     /// Where job working directories are made: `<work_dir>/<vm_id>/job-<n>/`.
     pub work_dir: PathBuf,
     pub nats_url: String,
+    /// The NATS user local runners connect as, with `nats_url` stripped of the daemon's
+    /// credentials; `None`: they get `nats_url` as it is.
+    pub runner_nats_user: Option<(String, SecretString)>,
     /// `conn_str` of Terraform's `pg` backend, without a password.
     pub backend_conn_str: String,
     pub backend_password: Option<SecretString>,
@@ -68,6 +71,8 @@ pub struct Dispatcher {
     pub max_runners: usize,
     /// Who claims jobs (`JobDispatched`): host and process, for the audit trail.
     pub name: String,
+    /// Each job's runner gets its job's key (`RUNNER_SIGNING_KEY`) to sign its reports.
+    pub keys: bus::RunnerKeys,
 }
 
 impl Dispatcher {
@@ -154,7 +159,7 @@ impl Dispatcher {
             }
             Err(reason) => {
                 tracing::error!(%reason, "could not start the runner");
-                report_failure(&self.bus, vm_id, job_id, reason).await?;
+                report_failure(&self.bus, &self.keys, vm_id, job_id, reason).await?;
                 Ok(false)
             }
         }
@@ -190,9 +195,18 @@ impl Dispatcher {
                 secret: self.config.backend_secret.clone(),
             });
         }
+        if let Some((_, password)) = &self.config.runner_nats_user {
+            credentials.push(LaunchCredential {
+                name: env::NATS_PASSWORD.to_owned(),
+                source: Some("PROVISIONING_RUNNER_NATS_PASSWORD".to_owned()),
+                value: Some(password.clone()),
+                secret: None,
+            });
+        }
         let secret_names = credentials
             .iter()
             .map(|c| c.name.as_str())
+            .chain([env::SIGNING_KEY])
             .collect::<Vec<_>>()
             .join(",");
         // Copying the provider's folder is blocking file work: off the async workers.
@@ -215,6 +229,8 @@ impl Dispatcher {
                 secret_names,
             ),
             credentials,
+            // Its job's key alone: a runner cannot sign for another job.
+            signing_key: self.keys.for_job(job.vm_id, job.job_id),
             workdir,
             active_deadline: self.config.job_limits.deadline(job.action)
                 + self.config.job_limits.cancel_cooloff,
@@ -235,7 +251,7 @@ pub(crate) fn runner_env(
     workdir: &std::path::Path,
     secret_names: String,
 ) -> Vec<(String, String)> {
-    vec![
+    let mut vars = vec![
         (env::NATS_URL.into(), config.nats_url.clone()),
         (env::NATS_PREFIX.into(), prefix.to_owned()),
         (env::VM_ID.into(), job.vm_id.to_string()),
@@ -256,13 +272,19 @@ pub(crate) fn runner_env(
         ),
         // Names only: the runner redacts these variables' values from what it publishes.
         (env::SECRET_ENV.into(), secret_names),
-    ]
+    ];
+    if let Some((user, _)) = &config.runner_nats_user {
+        vars[0].1 = bus::without_credentials(&config.nats_url);
+        vars.push((env::NATS_USER.into(), user.clone()));
+    }
+    vars
 }
 
 /// Reports a job whose runner never ran, or ended without reporting, as failed, the way its
 /// runner would have. A second result for a job that did report is refused by the VM.
 pub async fn report_failure(
     bus: &Bus,
+    keys: &bus::RunnerKeys,
     vm_id: VmId,
     job_id: JobId,
     reason: String,
@@ -272,5 +294,6 @@ pub async fn report_failure(
         job_id,
         report: bus::lost_job(reason).into(),
     };
-    Ok(bus.publish_runner_message(&message).await?)
+    let key = keys.for_job(vm_id, job_id);
+    Ok(bus.publish_runner_message(&key, &message).await?)
 }

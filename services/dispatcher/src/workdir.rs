@@ -159,6 +159,7 @@ mod tests {
             hcl_dir,
             work_dir: work.to_owned(),
             nats_url: String::new(),
+            runner_nats_user: None,
             backend_conn_str: String::new(),
             backend_password: Some("hunter2-secret".to_owned().into()),
             backend_secret: None,

@@ -42,6 +42,8 @@ type VmSteps = (VmId, Vec<(JobId, Vec<Step>)>);
 pub struct Ingester {
     pub bus: Bus,
     pub pool: PgPool,
+    /// Checks that each message is signed with its job's key.
+    pub keys: bus::RunnerKeys,
 }
 
 impl Ingester {
@@ -74,6 +76,10 @@ impl Ingester {
                     continue;
                 }
             };
+            if let Err(reason) = self.check(&message, &parsed) {
+                refuse(message, &parsed, reason).await;
+                continue;
+            }
             let key = (parsed.vm_id, parsed.job_id);
             if !jobs.iter().any(|(k, _)| *k == key) {
                 jobs.push((key, vec![]));
@@ -97,6 +103,29 @@ impl Ingester {
             }
         }
         self.ingest_together(vms, &heard).await;
+    }
+
+    /// Whether the message is on its own job's subject and signed with that job's key: a
+    /// runner knows only its own job's key, so it cannot report for another job.
+    fn check(&self, message: &Message, parsed: &RunnerMessage) -> Result<(), String> {
+        let kind = parsed.report.subject_kind();
+        if message.subject.as_str() != self.bus.subjects.runner(parsed.vm_id, parsed.job_id, kind) {
+            return Err("its subject is not its job's".into());
+        }
+        let signature = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(bus::SIGNATURE_HEADER))
+            .map(|v| v.as_str());
+        self.keys
+            .verify(
+                parsed.vm_id,
+                parsed.job_id,
+                &message.subject,
+                &message.payload,
+                signature,
+            )
+            .map_err(|e| e.to_string())
     }
 
     /// Records every VM's steps in one transaction and acks their messages after it
@@ -253,6 +282,33 @@ fn retry_delay(message: &Message) -> Duration {
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1).max(1);
     let doublings = u32::try_from(delivered - 1).unwrap_or(u32::MAX).min(6);
     (RETRY_DELAY * 2u32.pow(doublings)).min(MAX_RETRY_DELAY)
+}
+
+/// Runner messages this process refused: not signed by their job's key.
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many runner messages this process refused, unsigned or signed with a key that is not
+/// their job's.
+pub fn refused_messages() -> u64 {
+    REFUSED.load(Ordering::Relaxed)
+}
+
+/// Terminates a message that is not its job's: never delivered again, nothing of it
+/// recorded, not even as a sign of life. The log names the job it claims, never its content
+/// nor its signature.
+async fn refuse(message: Message, parsed: &RunnerMessage, reason: String) {
+    let refused = REFUSED.fetch_add(1, Ordering::Relaxed) + 1;
+    tracing::error!(
+        vm_id = %parsed.vm_id,
+        job_id = %parsed.job_id,
+        subject = %message.subject,
+        %reason,
+        refused,
+        "refusing a runner message not signed by its job's key"
+    );
+    if let Err(e) = message.ack_with(AckKind::Term).await {
+        tracing::warn!(error = %e, "could not terminate a refused runner message");
+    }
 }
 
 /// Runner messages this process could never store as they were.

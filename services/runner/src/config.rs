@@ -14,6 +14,8 @@ pub struct RunnerConfig {
     /// when the URL says it all (a local runner).
     pub nats_auth: bus::NatsAuth,
     pub prefix: String,
+    /// Its job's key (`RUNNER_SIGNING_KEY`): every report is signed with it.
+    pub signing_key: bus::JobKey,
     pub vm_id: VmId,
     pub job_id: JobId,
     pub action: JobAction,
@@ -60,6 +62,8 @@ impl RunnerConfig {
             nats_url: var(env::NATS_URL)?,
             nats_auth: nats_auth(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?,
             prefix: var(env::NATS_PREFIX).unwrap_or_else(|_| "provisioning".into()),
+            signing_key: bus::JobKey::parse(&var(env::SIGNING_KEY)?)
+                .ok_or_else(|| invalid(env::SIGNING_KEY, "must be 64 hexadecimal digits"))?,
             vm_id: var(env::VM_ID)?
                 .parse()
                 .map_err(|_| invalid(env::VM_ID, "must be a UUID"))?,

@@ -39,3 +39,6 @@ pub const NATS_USER: &str = "NATS_USER";
 pub const NATS_PASSWORD: &str = "NATS_PASSWORD";
 /// A NATS credentials file (user JWT and nkey seed), instead of a user and password.
 pub const NATS_CREDS_FILE: &str = "NATS_CREDS_FILE";
+/// The key of the runner's job (hex), which signs every report it publishes: given to
+/// this job alone, kept from Terraform.
+pub const SIGNING_KEY: &str = "RUNNER_SIGNING_KEY";

@@ -21,6 +21,7 @@ pub(crate) fn start(bus: &Bus, config: &RunnerConfig, interrupts: Interrupts) ->
         .filter(|secs| *secs > 0.0)
         .map_or(DEFAULT_EVERY, Duration::from_secs_f64);
     let (bus, vm_id, job_id) = (bus.clone(), config.vm_id, config.job_id);
+    let key = config.signing_key.clone();
     let task = tokio::spawn(async move {
         for beat in 1.. {
             tokio::time::sleep(every).await;
@@ -30,7 +31,7 @@ pub(crate) fn start(bus: &Bus, config: &RunnerConfig, interrupts: Interrupts) ->
                 report: RunnerReport::Heartbeat { beat },
             };
             // A lost heartbeat is no failure: the next one follows, and lines count too.
-            if let Err(e) = bus.publish_runner_message(&message).await {
+            if let Err(e) = bus.publish_runner_message(&key, &message).await {
                 tracing::warn!(error = %e, "could not send a heartbeat");
             }
             if crate::active::ask(&bus, vm_id, job_id)

@@ -53,8 +53,13 @@ pub enum Ran {
 pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     // First of all: a signal from now on stops Terraform cleanly instead of the runner.
     let interrupts = signals::Interrupts::install().map_err(RunnerError::Signals)?;
-    let bus = Bus::connect_as(&config.nats_url, &config.prefix, &config.nats_auth).await?;
-    let _following = active::follow_cancels(&bus, &config, interrupts.clone()).await;
+    let bus = Bus::connect_runner(&config.nats_url, &config.prefix, &config.nats_auth).await?;
+    // A runner with a NATS user of its own may subscribe to its inbox alone (nats/auth.conf):
+    // it hears a cancel with its next heartbeat's question instead.
+    let _following = match config.nats_auth {
+        bus::NatsAuth::Url => active::follow_cancels(&bus, &config, interrupts.clone()).await,
+        _ => None,
+    };
     match active::job_status(&bus, &config).await {
         // Failed (by the watchdog), cancelled or ended meanwhile: nothing to run, nothing
         // to report.
@@ -65,7 +70,12 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
     }
     let _beating = heartbeat::start(&bus, &config, interrupts.clone());
     let mut out = Reporter {
-        publisher: publish::RetryingPublisher::new(bus.jetstream.clone(), 64, config.publish_retry),
+        publisher: publish::RetryingPublisher::new(
+            bus.jetstream.clone(),
+            config.signing_key.clone(),
+            64,
+            config.publish_retry,
+        ),
         interrupts,
         bus,
         config: &config,

@@ -7,9 +7,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bus::async_nats::jetstream::context::{PublishAckFuture, PublishError};
-use bus::async_nats::jetstream::message::PublishMessage;
 use bus::async_nats::jetstream::Context;
-use bus::Bytes;
+use bus::{Bytes, JobKey};
 use tokio::time::Instant;
 
 /// One message not yet acknowledged.
@@ -25,6 +24,8 @@ struct Pending {
 /// retrying failures.
 pub(crate) struct RetryingPublisher {
     jetstream: Context,
+    /// Signs every message (`bus::signed`).
+    key: JobKey,
     window: usize,
     retry_for: Duration,
     pending: VecDeque<Pending>,
@@ -34,9 +35,10 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 impl RetryingPublisher {
-    pub(crate) fn new(jetstream: Context, window: usize, retry_for: Duration) -> Self {
+    pub(crate) fn new(jetstream: Context, key: JobKey, window: usize, retry_for: Duration) -> Self {
         Self {
             jetstream,
+            key,
             window: window.max(1),
             retry_for,
             pending: VecDeque::new(),
@@ -52,9 +54,7 @@ impl RetryingPublisher {
         if self.pending.len() >= self.window {
             self.settle_oldest().await?;
         }
-        let message = PublishMessage::build()
-            .payload(payload.clone())
-            .message_id(&id);
+        let message = bus::signed(&self.key, &subject, &id, payload.clone());
         // A failed send is retried with the oldest message's acknowledgement.
         let ack = self
             .jetstream
@@ -125,9 +125,12 @@ impl RetryingPublisher {
             if pending.ack.is_some() {
                 continue;
             }
-            let message = PublishMessage::build()
-                .payload(pending.payload.clone())
-                .message_id(&pending.id);
+            let message = bus::signed(
+                &self.key,
+                &pending.subject,
+                &pending.id,
+                pending.payload.clone(),
+            );
             pending.ack = Some(
                 self.jetstream
                     .send_publish(pending.subject.clone(), message)

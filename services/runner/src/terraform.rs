@@ -19,6 +19,7 @@ pub(crate) fn terraform(config: &RunnerConfig) -> Command {
         .env("CHECKPOINT_DISABLE", "1")
         .env_remove(crate::env::BACKEND_PASSWORD)
         .env_remove(crate::env::NATS_PASSWORD)
+        .env_remove(crate::env::SIGNING_KEY)
         .stdin(Stdio::null())
         // A group of its own: a terminal's Ctrl-C (or a signal to the runner's group) reaches
         // Terraform only through the runner, once (see `signals`).

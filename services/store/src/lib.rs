@@ -16,6 +16,7 @@ pub mod life;
 pub mod liveness;
 pub mod projected;
 pub mod sessions;
+pub mod runner_keys;
 pub mod ssh_keys;
 mod together;
 pub mod users;

@@ -54,13 +54,14 @@ pub async fn line_to_sse(
     let reader = tokio::spawn(read_lines(response, lines));
     // Let the stream subscribe and send its backlog before the clock starts.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let key = crate::ingest::keys(pool).await?.for_job(vm, JobId::FIRST);
     let start = Instant::now();
     let mut sent = vec![];
     let period = Duration::from_secs(1) / rate;
     for n in 1..=lines {
         tokio::time::sleep_until((start + period * (n - 1)).into()).await;
         sent.push(Instant::now());
-        bus.publish_runner_message(&crate::ingest::line(vm, n))
+        bus.publish_runner_message(&key, &crate::ingest::line(vm, n))
             .await?;
     }
     let received = tokio::time::timeout(Duration::from_secs(60), reader).await???;

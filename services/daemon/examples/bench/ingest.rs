@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use bus::{Bus, Publisher, RunnerMessage, RunnerReport};
+use bus::{Bus, Publisher, RunnerKeys, RunnerMessage, RunnerReport};
 use domain::provisioning::{JobId, Provisioning, ProvisioningCommand, VmId};
 use store::feed::Cursor;
 use store::{Metadata, PgPool};
@@ -37,6 +37,12 @@ pub async fn vms_with_jobs(pool: &PgPool, jobs: usize) -> Result<Vec<VmId>, Erro
     Ok(vms)
 }
 
+/// The keys runners sign with: the daemons' master secret, which the bench's database keeps.
+pub async fn keys(pool: &PgPool) -> Result<RunnerKeys, Error> {
+    let master = store::runner_keys::runner_signing_key(pool).await?;
+    Ok(RunnerKeys::new(master).ok_or("the runner signing key is too short")?)
+}
+
 /// One Terraform line of `vm`'s first job.
 pub fn line(vm: VmId, line: u32) -> RunnerMessage {
     RunnerMessage {
@@ -53,12 +59,23 @@ pub fn line(vm: VmId, line: u32) -> RunnerMessage {
 
 /// Publishes lines `from..from + per_job` of every VM, the jobs interleaved as runners
 /// streaming at once would be.
-pub async fn publish_lines(bus: &Bus, vms: &[VmId], from: u32, per_job: u32) -> Result<(), Error> {
+pub async fn publish_lines(
+    pool: &PgPool,
+    bus: &Bus,
+    vms: &[VmId],
+    from: u32,
+    per_job: u32,
+) -> Result<(), Error> {
+    let keys = keys(pool).await?;
+    let keys: Vec<_> = vms
+        .iter()
+        .map(|vm| keys.for_job(*vm, JobId::FIRST))
+        .collect();
     let mut publisher = Publisher::new(bus.jetstream.clone(), 200);
     for n in from..from + per_job {
-        for vm in vms {
+        for (vm, key) in vms.iter().zip(&keys) {
             publisher
-                .publish_runner(&bus.subjects, &line(*vm, n))
+                .publish_runner(&bus.subjects, key, &line(*vm, n))
                 .await?;
         }
     }
@@ -84,7 +101,7 @@ pub async fn wait_ingested(bus: &Bus) -> Result<(), Error> {
 pub async fn ingest(pool: &PgPool, bus: &Bus, jobs: usize, per_job: u32) -> Result<f64, Error> {
     let vms = vms_with_jobs(pool, jobs).await?;
     let start = Instant::now();
-    publish_lines(bus, &vms, 1, per_job).await?;
+    publish_lines(pool, bus, &vms, 1, per_job).await?;
     wait_ingested(bus).await?;
     let elapsed = start.elapsed();
     check_lines(pool, &vms, per_job).await?;
@@ -137,7 +154,7 @@ pub async fn relay_backlog(pool: &PgPool, bus: &Bus) -> Result<(f64, usize), Err
 pub async fn pipeline(pool: &PgPool, bus: &Bus, jobs: usize, per_job: u32) -> Result<f64, Error> {
     let vms = vms_with_jobs(pool, jobs).await?;
     let start = Instant::now();
-    publish_lines(bus, &vms, 1, per_job).await?;
+    publish_lines(pool, bus, &vms, 1, per_job).await?;
     wait_ingested(bus).await?;
     let last = last_cursor(pool).await?;
     while relay::checkpoint(pool).await? < last {

@@ -128,6 +128,7 @@ async fn run(
     let ingester = ingester::Ingester {
         bus: bus.clone(),
         pool: pool.clone(),
+        keys: ingest::keys(&pool).await?,
     };
     let ingesting = tokio::spawn(ingester.run(cancel.clone()));
     let long_vm_lines = sizes.one_job_lines;

@@ -27,6 +27,8 @@ pub struct TestApp {
     pub bus: bus::Bus,
     pub client: reqwest::Client,
     pub db_name: String,
+    /// The NATS server the application uses (with its credentials, if any).
+    nats_url: String,
     running: Option<Running>,
     pub work: tempfile::TempDir,
     /// Whether dropping it removes the database and streams (a replica shares them).
@@ -143,6 +145,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         kubernetes: None,
         db_limits: Default::default(),
         lifecycle: Default::default(),
+        runner_bus: Default::default(),
         ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
         trusted_client_ip_header: None,
         drift_check: None,
@@ -173,6 +176,7 @@ async fn start(
         bus,
         client: reqwest::Client::new(),
         db_name: db_name.to_owned(),
+        nats_url: nats,
         running: Some(running),
         work,
         owner,
@@ -181,6 +185,20 @@ async fn start(
 }
 
 impl TestApp {
+    /// The key the dispatcher gives the runner of `job` of `vm`, derived from the master
+    /// secret the daemon keeps in the test's database: what a test playing that runner
+    /// signs with.
+    pub async fn job_key(
+        &self,
+        vm: domain::provisioning::VmId,
+        job: domain::provisioning::JobId,
+    ) -> bus::JobKey {
+        let master = store::runner_keys::runner_signing_key(&self.pool)
+            .await
+            .unwrap();
+        bus::RunnerKeys::new(master).unwrap().for_job(vm, job)
+    }
+
     /// A second replica of the whole application: same database, same NATS prefix, its
     /// own port and job directory.
     pub async fn spawn_replica(&self) -> TestApp {
@@ -189,10 +207,19 @@ impl TestApp {
 
     /// A second replica, its configuration changed by `configure`.
     pub async fn spawn_replica_with(&self, configure: impl FnOnce(&mut Config)) -> TestApp {
+        self.spawn_replica_as(Roles::ALL, configure).await
+    }
+
+    /// A second application with `roles`, on the same database and NATS prefix.
+    pub async fn spawn_replica_as(
+        &self,
+        roles: Roles,
+        configure: impl FnOnce(&mut Config),
+    ) -> TestApp {
         let work = tempfile::tempdir().unwrap();
         let mut config = base_config(&self.db_name, self.bus.subjects.prefix(), work.path());
         configure(&mut config);
-        start(config, Roles::ALL, &self.db_name, work, false)
+        start(config, roles, &self.db_name, work, false)
             .await
             .expect("the replica starts")
     }
@@ -420,6 +447,13 @@ impl TestApp {
         }
         let db = self.db_name.clone();
         let prefix = self.bus.subjects.prefix().to_owned();
+        // The streams are where the application made them (through a proxy, maybe: the shared
+        // server's too). A test's own server may use the default prefix, whose streams on
+        // the shared server are never the test's.
+        let mut servers = vec![self.nats_url.clone()];
+        if prefix != "provisioning" && self.nats_url != nats_url() {
+            servers.push(nats_url());
+        }
         // Clean up on a thread of its own, with connections of its own: the test's runtime,
         // which drives the app's connections, is ending.
         let _ = std::thread::spawn(move || {
@@ -428,10 +462,17 @@ impl TestApp {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                if let Ok(bus) = bus::Bus::connect(&nats_url(), &prefix).await {
-                    for name in ["EVENTS", "JOBS", "RUNNER"] {
-                        let _ = bus.jetstream.delete_stream(bus.subjects.stream(name)).await;
-                    }
+                for nats in servers {
+                    // A test's own server may be gone already: the client would wait for it.
+                    let streams = async {
+                        if let Ok(bus) = bus::Bus::connect(&nats, &prefix).await {
+                            for name in ["EVENTS", "JOBS", "RUNNER"] {
+                                let stream = bus.subjects.stream(name);
+                                let _ = bus.jetstream.delete_stream(stream).await;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(5), streams).await;
                 }
                 if let Ok(admin) = store::connect(&server_url("postgres"), 1).await {
                     let _ =

@@ -13,17 +13,10 @@ async fn send(app: &TestApp, vm: VmId, report: RunnerReport) {
         job_id: JobId::FIRST,
         report,
     };
-    let subject = app
-        .bus
-        .subjects
-        .runner(vm, JobId::FIRST, message.report.subject_kind());
+    let key = app.job_key(vm, JobId::FIRST).await;
     let mut publisher = Publisher::new(app.bus.jetstream.clone(), 1);
     publisher
-        .publish(
-            subject,
-            &message.message_id(),
-            serde_json::to_vec(&message).unwrap().into(),
-        )
+        .publish_runner(&app.bus.subjects, &key, &message)
         .await
         .unwrap();
     publisher.flush().await.unwrap();

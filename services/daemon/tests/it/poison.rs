@@ -251,16 +251,9 @@ async fn send(app: &TestApp, vm: VmId, report: RunnerReport, publisher: &mut Pub
         job_id: JobId::FIRST,
         report,
     };
-    let subject = app
-        .bus
-        .subjects
-        .runner(vm, JobId::FIRST, message.report.subject_kind());
+    let key = app.job_key(vm, JobId::FIRST).await;
     publisher
-        .publish(
-            subject,
-            &message.message_id(),
-            serde_json::to_vec(&message).unwrap().into(),
-        )
+        .publish_runner(&app.bus.subjects, &key, &message)
         .await
         .unwrap();
 }

@@ -9,10 +9,47 @@ pub struct PrivateNats {
     port: u16,
     store: tempfile::TempDir,
     child: Option<Child>,
+    /// Started with the repository's `nats/server.conf`: its users and their permissions.
+    users: bool,
 }
+
+/// The users of `nats/auth.conf`.
+pub const USERS: [&str; 7] = [
+    "provisioningd",
+    "api",
+    "relay",
+    "projector",
+    "dispatcher",
+    "ingester",
+    "runner",
+];
 
 impl PrivateNats {
     pub async fn start() -> Self {
+        Self::start_as(false).await
+    }
+
+    /// A server with the repository's configuration (`nats/server.conf`, which includes
+    /// `nats/auth.conf`): only its users may connect, each with its permissions.
+    pub async fn start_with_users() -> Self {
+        Self::start_as(true).await
+    }
+
+    /// The password this test gives `user`.
+    pub fn password(user: &str) -> String {
+        format!("{user}-test-password")
+    }
+
+    /// The server's URL with `user`'s credentials.
+    pub fn url_as(&self, user: &str) -> String {
+        format!(
+            "nats://{user}:{}@127.0.0.1:{}",
+            Self::password(user),
+            self.port
+        )
+    }
+
+    async fn start_as(users: bool) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -22,6 +59,7 @@ impl PrivateNats {
             port,
             store: tempfile::tempdir().unwrap(),
             child: None,
+            users,
         };
         nats.start_again().await;
         nats
@@ -35,11 +73,25 @@ impl PrivateNats {
     /// it accepts connections.
     pub async fn start_again(&mut self) {
         assert!(self.child.is_none(), "the server is running");
-        let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p"])
+        let mut command = Command::new("nats-server");
+        if self.users {
+            command
+                .arg("-c")
+                .arg(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../../nats/server.conf"
+                ))
+                .env("NATS_STORE_DIR", self.store.path());
+            for user in USERS {
+                let variable = format!("NATS_{}_PASSWORD", user.to_uppercase());
+                command.env(variable, Self::password(user));
+            }
+        } else {
+            command.arg("-js").arg("-sd").arg(self.store.path());
+        }
+        let child = command
+            .args(["-a", "127.0.0.1", "-p"])
             .arg(self.port.to_string())
-            .arg("-sd")
-            .arg(self.store.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bus::{RunnerMessage, RunnerReport};
 use daemon::Roles;
 use domain::provisioning::*;
+use secrecy::ExposeSecret;
 use store::{Actor, Metadata};
 
 use crate::dispatch::events_of;
@@ -51,13 +52,17 @@ async fn a_job_whose_runner_keeps_sending_heartbeats_is_not_failed_while_nothing
     })
     .await;
     let vm = claimed_job(&app, "beating").await;
+    let key = app.job_key(vm, JobId::FIRST).await;
     for beat in 1..=14 {
         let message = RunnerMessage {
             vm_id: vm,
             job_id: JobId::FIRST,
             report: RunnerReport::Heartbeat { beat },
         };
-        app.bus.publish_runner_message(&message).await.unwrap();
+        app.bus
+            .publish_runner_message(&key, &message)
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert_eq!(events_of(&app, "Failed").await, vec![]);
@@ -127,6 +132,7 @@ async fn a_runner_does_not_start_terraform_for_a_job_no_longer_active() {
 
     let tf = tempfile::tempdir().unwrap();
     let wrapper = terraform_wrapper(tf.path(), r#"touch "$DIR/terraform-ran""#);
+    let key = app.job_key(vm, JobId::FIRST).await;
     let output = tokio::process::Command::new(runner_bin())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -134,6 +140,7 @@ async fn a_runner_does_not_start_terraform_for_a_job_no_longer_active() {
         .env(runner::env::NATS_PREFIX, app.bus.subjects.prefix())
         .env(runner::env::VM_ID, vm.to_string())
         .env(runner::env::JOB_ID, "1")
+        .env(runner::env::SIGNING_KEY, key.to_secret().expose_secret())
         .env(runner::env::ACTION, "apply")
         .env(runner::env::WORKDIR, tf.path().join("work"))
         .env(runner::env::TERRAFORM_BIN, &wrapper)

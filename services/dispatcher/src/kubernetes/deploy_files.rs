@@ -213,6 +213,19 @@ fn the_distributed_roles_run_twice_and_the_runner_may_publish_only_on_runner_sub
         publish.trim(),
         r#"publish: ["provisioning.runner.>", "provisioning.control.job_active.>"]"#
     );
+    let subscribe = runner
+        .lines()
+        .find(|l| l.trim_start().starts_with("subscribe:"))
+        .unwrap();
+    assert_eq!(subscribe.trim(), r#"subscribe: ["_INBOX_runner.>"]"#);
+    // The users of the repository's configuration, which the tests start nats-server with.
+    let auth = std::fs::read_to_string(dir.join("../../../nats/auth.conf")).unwrap();
+    let users = &auth[auth.find("authorization {").unwrap()..];
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squash(conf).contains(&squash(users)),
+        "nats.yaml's users are not those of nats/auth.conf"
+    );
 
     // Runner Jobs connect as that user, with the password NATS reads for it.
     let dispatcher = roles

@@ -1,13 +1,13 @@
-//! The objects a job's runner is made of on Kubernetes, built without I/O: a batch/v1 Job
-//! and the ConfigMap holding its working directory.
+//! The objects a job's runner is made of on Kubernetes, built without I/O: a batch/v1 Job,
+//! the ConfigMap holding its working directory and the Secret holding its signing key.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
-    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    EnvVarSource, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
+    SecretKeySelector, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -25,6 +25,8 @@ pub const WORKDIR: &str = "/work";
 /// Where the runner's NATS credentials file is mounted, when it has one.
 pub const NATS_CREDS_DIR: &str = "/etc/provisioning/nats";
 const NATS_CREDS_FILE: &str = "runner.creds";
+/// The key of the job's signing key in its Secret (named as the Job).
+pub const SIGNING_KEY_ITEM: &str = "signing-key";
 /// Terraform needs time to stop cleanly (and release its state lock) when the pod is stopped.
 pub const TERMINATION_GRACE_PERIOD_SECS: i64 = 120;
 
@@ -114,6 +116,12 @@ pub fn env(
         })?;
         vars.push(from_secret(&credential.name, secret));
     }
+    // The job's own Secret (see [`signing_secret`]): the key is in no spec.
+    let signing_key = registry::SecretRef {
+        name: name.to_owned(),
+        key: SIGNING_KEY_ITEM.to_owned(),
+    };
+    vars.push(from_secret(runner::env::SIGNING_KEY, &signing_key));
     match &config.runner_nats_auth {
         Some(RunnerNatsAuth::Password { user, password }) => {
             vars.push(plain(runner::env::NATS_USER, user.clone()));
@@ -304,20 +312,47 @@ pub fn config_map(
             name: Some(name.clone()),
             namespace: Some(config.namespace.clone()),
             labels: Some(labels(launch)),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "batch/v1".into(),
-                kind: "Job".into(),
-                name,
-                uid: job_uid.to_owned(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(owned_by_job(name, job_uid)),
             ..Default::default()
         },
         data: Some(data),
         binary_data: (!binary_data.is_empty()).then_some(binary_data),
         immutable: Some(true),
     }
+}
+
+/// The Secret holding the job's signing key, named as the Job and owned by it like its
+/// ConfigMap: the key reaches the pod through a `secretKeyRef`, so that the Job's spec, its
+/// events and `kubectl describe` never show it.
+pub fn signing_secret(launch: &Launch, config: &KubernetesConfig, job_uid: &str) -> Secret {
+    let name = name(launch);
+    let key = secrecy::ExposeSecret::expose_secret(&launch.signing_key.to_secret()).to_owned();
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(config.namespace.clone()),
+            labels: Some(labels(launch)),
+            owner_references: Some(owned_by_job(name, job_uid)),
+            ..Default::default()
+        },
+        string_data: Some(BTreeMap::from([(SIGNING_KEY_ITEM.to_owned(), key)])),
+        type_: Some("Opaque".into()),
+        immutable: Some(true),
+        ..Default::default()
+    }
+}
+
+/// An ownerReference to the Job `name`: the garbage collector deletes what holds it with
+/// the Job.
+fn owned_by_job(name: String, job_uid: &str) -> Vec<OwnerReference> {
+    vec![OwnerReference {
+        api_version: "batch/v1".into(),
+        kind: "Job".into(),
+        name,
+        uid: job_uid.to_owned(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]
 }
 
 /// The files of the working directory, by name. The directory is flat: a ConfigMap's keys

@@ -1,5 +1,5 @@
 //! Runs each job's runner as a batch/v1 Job. The working directory travels in a ConfigMap
-//! owned by the Job; credentials (the runner's NATS user's included) are references to
+//! owned by the Job, the job's signing key in a Secret owned by the Job; credentials (the runner's NATS user's included) are references to
 //! Secrets, never values. The runner reports over NATS; what it cannot report (its image
 //! will not pull, it was OOM-killed or evicted, its Job failed, ran past its deadline or was
 //! deleted) the [`JobWatcher`] sees on the Jobs and pods and reports for it, and its
@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
@@ -217,11 +217,19 @@ impl KubernetesExecutor {
         Ok(Self::new(client, config))
     }
 
-    /// Makes the ConfigMap unless it exists already (a redelivered job).
-    async fn create_config_map(&self, config_map: &ConfigMap) -> Result<(), kube::Error> {
-        let config_maps: Api<ConfigMap> =
-            Api::namespaced(self.client.clone(), &self.config.namespace);
-        match config_maps.create(&PostParams::default(), config_map).await {
+    /// Makes the Job's ConfigMap or Secret unless it exists already (a redelivered job: the
+    /// same files, the same key, since a job's key is derived from its ids).
+    async fn create<K>(&self, object: &K) -> Result<(), kube::Error>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        match api.create(&PostParams::default(), object).await {
             Ok(_) => Ok(()),
             Err(e) if already_exists(&e) => Ok(()),
             Err(e) => Err(e),
@@ -235,10 +243,10 @@ fn already_exists(e: &kube::Error) -> bool {
 
 #[async_trait::async_trait]
 impl Executor for KubernetesExecutor {
-    /// Creates the Job, then its ConfigMap with an ownerReference to the Job: the pod waits
-    /// for its ConfigMap volume, and both go away together. A Job that exists already (the
-    /// job message was redelivered) is the runner started; its ConfigMap is made if the first
-    /// delivery stopped between the two.
+    /// Creates the Job, then its signing key's Secret and its ConfigMap, each with an
+    /// ownerReference to the Job: the pod waits for its ConfigMap volume, and all go away
+    /// together. A Job that exists already (the job message was redelivered) is the runner
+    /// started; its Secret and ConfigMap are made if the first delivery stopped before.
     #[tracing::instrument(skip_all, fields(vm_id = %launch.vm_id, job_id = %launch.job_id), err)]
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError> {
         let job = manifest::job(&launch, &self.config)?;
@@ -267,16 +275,26 @@ impl Executor for KubernetesExecutor {
             },
         };
         let uid = uid.ok_or_else(|| ExecutorError(format!("Job {qualified} has no uid")))?;
+        // The Secret first: the pod's container is made only once the ConfigMap volume
+        // exists, and by then its signing key's Secret does too.
+        let secret = manifest::signing_secret(&launch, &self.config, &uid);
         let config_map = manifest::config_map(&launch, &self.config, files, &uid);
-        if let Err(e) = self.create_config_map(&config_map).await {
+        let made = match self.create(&secret).await {
+            Ok(()) => self
+                .create(&config_map)
+                .await
+                .map_err(|e| api_error("ConfigMap", e)),
+            Err(e) => Err(api_error("Secret", e)),
+        };
+        if let Err(e) = made {
             if created {
-                // Without its ConfigMap the pod would wait until the deadline: take the Job
-                // back, so that the job is reported failed and nothing is left running.
+                // Without them the pod would wait until the deadline: take the Job back, so
+                // that the job is reported failed and nothing is left running.
                 if let Err(e) = jobs.delete(&name, &DeleteParams::background()).await {
                     tracing::error!(job = %name, error = %e, "could not delete the Job");
                 }
             }
-            return Err(api_error("ConfigMap", e));
+            return Err(e);
         }
         tracing::info!(job = %name, action = launch.action.as_str(), "runner Job created");
         Ok(qualified)

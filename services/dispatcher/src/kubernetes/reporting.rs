@@ -19,7 +19,7 @@ pub trait RunningJobs: Send + Sync {
 
 /// Reports over the bus, as the runner would have: the ingester records a `Failed` event,
 /// and the VM refuses a second result for a job that has one.
-pub struct BusFailures(pub bus::Bus);
+pub struct BusFailures(pub bus::Bus, pub bus::RunnerKeys);
 
 #[async_trait::async_trait]
 impl JobFailures for BusFailures {
@@ -28,7 +28,7 @@ impl JobFailures for BusFailures {
         tracing::warn!(%reason, "reporting the job as failed");
         // Lost here, the failure is still found: the reconciler reports a vanished Job, and
         // the watchdog a job gone silent.
-        if let Err(e) = crate::report_failure(&self.0, vm, job, reason).await {
+        if let Err(e) = crate::report_failure(&self.0, &self.1, vm, job, reason).await {
             tracing::error!(error = %e, "could not report the job as failed");
         }
     }

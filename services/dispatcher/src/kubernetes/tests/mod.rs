@@ -26,6 +26,10 @@ pub(super) const UID: &str = "5f1d0c9e-1111-2222-3333-444455556666";
 pub(super) const PLANTED: &str = "planted-credential-value-7f3a";
 pub(super) const JOBS: &str = "/apis/batch/v1/namespaces/provisioning/jobs";
 pub(super) const CONFIG_MAPS: &str = "/api/v1/namespaces/provisioning/configmaps";
+pub(super) const SECRETS: &str = "/api/v1/namespaces/provisioning/secrets";
+/// The job's signing key in the launches of these tests (hex, as runners get it).
+pub(super) const SIGNING_KEY: &str =
+    "5151515151515151515151515151515151515151515151515151515151515151";
 
 pub(super) fn executor() -> (KubernetesExecutor, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
@@ -81,6 +85,7 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
             ),
         ],
         credentials,
+        signing_key: bus::JobKey::parse(SIGNING_KEY).unwrap(),
         workdir: dir.to_owned(),
         active_deadline: std::time::Duration::from_secs(3610),
     }

@@ -1,4 +1,5 @@
-//! Starting a runner: the Job, then its ConfigMap, and what a redelivery or an error does.
+//! Starting a runner: the Job, then its signing key's Secret and its ConfigMap, and what a
+//! redelivery or an error does.
 
 use std::time::Duration;
 
@@ -8,27 +9,49 @@ use serde_json::{json, Value};
 use super::*;
 use crate::Executor;
 
-async fn first_delivery() -> (Result<String, crate::ExecutorError>, Value, Value, String) {
+struct FirstDelivery {
+    result: Result<String, crate::ExecutorError>,
+    job: Value,
+    secret: Value,
+    config_map: Value,
+    /// The bodies of the Job and the ConfigMap.
+    texts: String,
+}
+
+async fn first_delivery() -> FirstDelivery {
     let dir = tempfile::tempdir().unwrap();
     let (executor, mut server) = executor();
     let scenario = tokio::spawn(async move {
         let (job, job_text, send) = expect(&mut server, Method::POST, JOBS).await;
         respond(send, StatusCode::CREATED, created(job.clone(), UID));
+        let (secret, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        respond(send, StatusCode::CREATED, created(secret.clone(), "s-uid"));
         let (config_map, cm_text, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
         respond(
             send,
             StatusCode::CREATED,
             created(config_map.clone(), "cm-uid"),
         );
-        (job, config_map, format!("{job_text}\n{cm_text}"))
+        (job, secret, config_map, format!("{job_text}\n{cm_text}"))
     });
     let result = executor.start(launch(dir.path(), good_credentials())).await;
-    let (job, config_map, texts) = within_a_second(scenario).await;
-    (result, job, config_map, texts)
+    let (job, secret, config_map, texts) = within_a_second(scenario).await;
+    FirstDelivery {
+        result,
+        job,
+        secret,
+        config_map,
+        texts,
+    }
 }
 #[tokio::test]
 async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_the_job() {
-    let (result, job, config_map, _) = first_delivery().await;
+    let FirstDelivery {
+        result,
+        job,
+        config_map,
+        ..
+    } = first_delivery().await;
     assert_eq!(result.unwrap(), format!("kubernetes:provisioning/{NAME}"));
 
     assert_eq!(job["apiVersion"], "batch/v1");
@@ -90,6 +113,7 @@ async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_
             {"name": "RUNNER_NAME", "value": format!("kubernetes:provisioning/{NAME}")},
             {"name": "OS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "nrec", "key": "password", "optional": false}}},
             {"name": "RUNNER_BACKEND_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "tf-backend", "key": "password", "optional": false}}},
+            {"name": "RUNNER_SIGNING_KEY", "valueFrom": {"secretKeyRef": {"name": NAME, "key": "signing-key", "optional": false}}},
         ])
     );
 
@@ -113,8 +137,36 @@ async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_
 }
 
 #[tokio::test]
+async fn the_signing_key_is_in_a_secret_of_the_jobs_own_and_in_no_spec() {
+    let FirstDelivery {
+        result,
+        secret,
+        texts,
+        ..
+    } = first_delivery().await;
+    result.unwrap();
+    assert_eq!(secret["metadata"]["name"], NAME);
+    assert_eq!(secret["stringData"], json!({"signing-key": SIGNING_KEY}));
+    assert_eq!(
+        secret["metadata"]["ownerReferences"],
+        json!([{
+            "apiVersion": "batch/v1", "kind": "Job", "name": NAME, "uid": UID,
+            "controller": true, "blockOwnerDeletion": true,
+        }])
+    );
+    assert!(
+        !texts.contains(SIGNING_KEY),
+        "the key is in a spec: {texts}"
+    );
+}
+
+#[tokio::test]
 async fn no_credential_value_is_sent_to_the_api_server() {
-    let (result, _, _, bodies) = first_delivery().await;
+    let FirstDelivery {
+        result,
+        texts: bodies,
+        ..
+    } = first_delivery().await;
     result.unwrap();
     assert!(bodies.contains("secretKeyRef"), "{bodies}");
     assert!(
@@ -136,6 +188,8 @@ async fn a_redelivered_job_whose_job_exists_is_started_and_creates_nothing_else(
             StatusCode::OK,
             json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
         );
+        let (_, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        respond(send, StatusCode::CONFLICT, already_exists("secrets"));
         let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
         assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
         respond(send, StatusCode::CONFLICT, already_exists("configmaps"));
@@ -162,6 +216,9 @@ async fn a_redelivered_job_whose_config_map_is_missing_gets_it() {
             StatusCode::OK,
             json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
         );
+        let (secret, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], UID);
+        respond(send, StatusCode::CREATED, created(secret, "s-uid"));
         let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
         assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
         respond(send, StatusCode::CREATED, created(config_map, "cm-uid"));
@@ -198,6 +255,8 @@ async fn a_job_whose_config_map_cannot_be_created_is_deleted_and_the_start_fails
     let scenario = tokio::spawn(async move {
         let (job, _, send) = expect(&mut server, Method::POST, JOBS).await;
         respond(send, StatusCode::CREATED, created(job, UID));
+        let (secret, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        respond(send, StatusCode::CREATED, created(secret, "s-uid"));
         let (_, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
         respond(
             send,
@@ -256,6 +315,9 @@ async fn a_job_created_despite_an_error_answer_is_read_back_and_started() {
             StatusCode::OK,
             json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
         );
+        let (secret, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], UID);
+        respond(send, StatusCode::CREATED, created(secret, "s-uid"));
         let (config_map, _, send) = expect(&mut server, Method::POST, CONFIG_MAPS).await;
         assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], UID);
         respond(send, StatusCode::CREATED, created(config_map, "cm-uid"));
@@ -287,4 +349,38 @@ async fn a_job_that_cannot_be_created_and_does_not_exist_fails_the_start() {
     within_a_second(scenario).await;
     let error = result.unwrap_err().to_string();
     assert!(error.contains("forbidden"), "{error}");
+}
+
+#[tokio::test]
+async fn a_job_whose_signing_key_secret_cannot_be_created_is_deleted_and_the_start_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executor, mut server) = executor();
+    let scenario = tokio::spawn(async move {
+        let (job, _, send) = expect(&mut server, Method::POST, JOBS).await;
+        respond(send, StatusCode::CREATED, created(job, UID));
+        let (_, _, send) = expect(&mut server, Method::POST, SECRETS).await;
+        respond(
+            send,
+            StatusCode::FORBIDDEN,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                   "message": "secrets is forbidden", "reason": "Forbidden", "code": 403}),
+        );
+        let (_, _, send) = expect(&mut server, Method::DELETE, &format!("{JOBS}/{NAME}")).await;
+        respond(
+            send,
+            StatusCode::OK,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": NAME, "uid": UID}}),
+        );
+    });
+    let error = executor
+        .start(launch(dir.path(), good_credentials()))
+        .await
+        .unwrap_err()
+        .to_string();
+    within_a_second(scenario).await;
+    assert!(
+        error.contains("Secret") && error.contains("forbidden"),
+        "{error}"
+    );
+    assert!(!error.contains(SIGNING_KEY), "{error}");
 }
