@@ -15,9 +15,11 @@ mod subjects;
 pub use auth::{without_credentials, NatsAuth};
 pub use consumer::run_consumer;
 pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
-pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
+pub use messages::{
+    lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport, ENVELOPE_VERSION,
+};
 pub use publisher::{Publisher, SendError};
-pub use subjects::Subjects;
+pub use subjects::{provider_token, Subjects, ALL_PROVIDERS};
 
 /// A connection to NATS with the subject prefix of this deployment (or of one test).
 #[derive(Clone)]
