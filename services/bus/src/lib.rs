@@ -8,13 +8,15 @@ pub use bytes::Bytes;
 mod auth;
 mod consumer;
 mod definitions;
+mod gauges;
 mod messages;
 mod publisher;
 mod subjects;
 
 pub use auth::{without_credentials, NatsAuth};
 pub use consumer::run_consumer;
-pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
+pub use definitions::{consumer, durable_consumers, setup, SetupError, MAX_REPLICAS};
+pub use gauges::{ConsumerLag, JobCounts, PlatformGauges, VmCount};
 pub use messages::{
     lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport, ENVELOPE_VERSION,
 };

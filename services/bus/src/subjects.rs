@@ -54,6 +54,11 @@ impl Subjects {
         format!("{}.events.vm.*.{vm}.{event_type}", self.prefix)
     }
 
+    /// `<prefix>.gauges.platform`: the platform gauges, every 10 s.
+    pub fn gauges(&self) -> String {
+        format!("{}.gauges.platform", self.prefix)
+    }
+
     pub fn job(&self, provider: &ProviderId) -> String {
         format!("{}.jobs.{}", self.prefix, provider.as_str())
     }

@@ -302,6 +302,11 @@ impl Application {
                 boot_timeout,
             };
             roles.spawn("lifecycle-sweep", sweep.run(cancel.clone()));
+            let gauges = ingester::Gauges {
+                pool: state.pool.clone(),
+                bus: state.bus.clone(),
+            };
+            roles.spawn("gauges", gauges.run(cancel.clone()));
             if let Some(config) = self.drift_check {
                 let check = ingester::DriftCheck {
                     pool: state.pool.clone(),
@@ -311,6 +316,9 @@ impl Application {
             }
         }
         if let Some(listener) = self.listener {
+            // `GET /metrics` serves the platform gauges whichever replica computed them.
+            let following = ingester::gauges::follow(state.bus.clone(), cancel.clone());
+            roles.spawn("gauges-follower", following);
             let stop = cancel.clone();
             roles.spawn("api", async move {
                 // With each connection's peer address: `me` in `allow_ssh_from` needs it.

@@ -107,6 +107,15 @@ pub async fn publish<'a>(
         }
     }
     publisher.flush().await.map_err(SendError::from)?;
+    let metrics = telemetry::metrics();
+    for event in events {
+        if !poison
+            .iter()
+            .any(|(parked, _)| std::ptr::eq(*parked, event))
+        {
+            metrics.count_event(false, &event.event_type);
+        }
+    }
     Ok(poison)
 }
 

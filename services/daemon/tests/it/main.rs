@@ -15,6 +15,7 @@ mod jobs;
 mod lifecycle;
 mod listing;
 mod load;
+mod metrics;
 mod networks;
 mod outage;
 mod poison;
