@@ -6,6 +6,7 @@ mod app_thread;
 mod backend_role;
 mod bench;
 mod catalog;
+mod contract;
 mod database;
 mod dispatch;
 mod drift;
