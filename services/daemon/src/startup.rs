@@ -27,6 +27,11 @@ pub struct Roles {
 }
 
 impl Roles {
+    /// Whether the process runs any role.
+    pub fn runs_any(&self) -> bool {
+        self.api || self.relay || self.projector || self.dispatcher || self.ingester
+    }
+
     pub const ALL: Roles = Roles {
         api: true,
         relay: true,
@@ -93,7 +98,8 @@ pub struct Application {
 
 impl Application {
     /// Connects to Postgres (applying migrations) and NATS (creating streams), and binds
-    /// the HTTP listener if the API runs here. Port 0 picks a free port.
+    /// the HTTP listener (the API, or only `/metrics` and `/healthz` when the API runs
+    /// elsewhere). Port 0 picks a free port.
     pub async fn build(
         config: Config,
         roles: Roles,
@@ -127,7 +133,9 @@ impl Application {
                 (Arc::new(local), None)
             }
         };
-        let (listener, port) = if roles.api {
+        // A process without the API serves `/metrics` and `/healthz` only, so that the
+        // relay's, dispatcher's and ingester's counters are scraped where they run.
+        let (listener, port) = if roles.api || roles.runs_any() {
             let listener = TcpListener::bind(config.http_addr)
                 .await
                 .map_err(|source| StartupError::Listen {
@@ -322,7 +330,12 @@ impl Application {
             let stop = cancel.clone();
             roles.spawn("api", async move {
                 // With each connection's peer address: `me` in `allow_ssh_from` needs it.
-                let app = api::app(state).into_make_service_with_connect_info::<SocketAddr>();
+                let app = if self.roles.api {
+                    api::app(state)
+                } else {
+                    api::metrics_app()
+                };
+                let app = app.into_make_service_with_connect_info::<SocketAddr>();
                 let served = axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.cancelled().await })
                     .await;

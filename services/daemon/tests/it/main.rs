@@ -7,6 +7,7 @@ mod backend_role;
 mod bench;
 mod catalog;
 mod contract;
+mod dashboards;
 mod database;
 mod dispatch;
 mod drift;

@@ -5,7 +5,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::helpers::{spawn_app, TestApp};
+use daemon::Roles;
+
+use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
 /// The text of `GET /metrics`, asked without a token.
 pub async fn scrape(app: &TestApp) -> String {
@@ -131,4 +133,27 @@ async fn the_platform_gauges_are_published_every_ten_seconds_and_served_on_metri
         assert!(tokio::time::Instant::now() < deadline, "{text}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test]
+async fn a_process_without_the_api_serves_only_its_metrics_and_liveness() {
+    let app = spawn_app_with(Roles {
+        relay: true,
+        ..Roles::NONE
+    })
+    .await;
+    let text = scrape(&app).await;
+    assert!(
+        text.contains("# TYPE provisioning_ingester_batches counter"),
+        "{text}"
+    );
+    let health = app
+        .client
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let api = app.get("/api/v1/vms").send().await.unwrap();
+    assert_eq!(api.status(), 404, "the API is not served here");
 }
