@@ -1,4 +1,5 @@
-//! What every request passes through, outermost first: it gets its id, then a span (method,
+//! What every request passes through, outermost first: it gets its id, then it is counted
+//! (`/metrics`), then a span (method,
 //! matched route, request id; status and latency when answered), then the log of a 500's
 //! cause, then the timeout, then the shorter bound of commands.
 
@@ -49,6 +50,7 @@ where
     router.layer(
         ServiceBuilder::new()
             .layer(axum::middleware::from_fn(assign_request_id))
+            .layer(axum::middleware::from_fn(count_request))
             .layer(
                 TraceLayer::new_for_http()
                     .make_span_with(span)
@@ -82,6 +84,31 @@ async fn bound_command(request: Request, next: Next, bound: Duration) -> Respons
             .into_response()
         }
     }
+}
+
+/// Counts the request and its latency (to the response's head) in the process's metrics, by
+/// route template, method and status; `unmatched` for a path no route has.
+async fn count_request(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let method = request.method().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let labels = telemetry::metrics::HttpLabels {
+        route,
+        method,
+        status: response.status().as_u16(),
+    };
+    let metrics = telemetry::metrics();
+    metrics.http_requests.get_or_create(&labels).inc();
+    metrics
+        .http_duration
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    response
 }
 
 fn span(request: &Request) -> Span {

@@ -72,6 +72,15 @@ pub fn app(state: AppState) -> Router {
     layers::around(routes, layers::BOUNDS).with_state(state)
 }
 
+/// What a process without the API serves: `/metrics` and `/healthz`, so that the counters
+/// of its roles (relay, dispatcher, ingester) are scraped where they run.
+pub fn metrics_app() -> Router {
+    use axum::routing::get;
+    Router::new()
+        .route("/metrics", get(routes::health::get_metrics))
+        .route("/healthz", get(routes::health::get_health))
+}
+
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.
 pub fn openapi_json() -> String {
     use utoipa::OpenApi;

@@ -10,7 +10,7 @@ use crate::AppState;
 #[openapi(
     info(title = "Provisioning API", description = "Request virtual machines from a catalog of templates on several clouds, and follow every step."),
     paths(
-        health::get_health, health::get_ready,
+        health::get_health, health::get_ready, health::get_metrics,
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
         vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
         vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,

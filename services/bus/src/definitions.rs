@@ -131,6 +131,16 @@ fn consumer_configs(defs: &Definitions, subjects: &Subjects) -> Vec<(String, pul
         .collect()
 }
 
+/// Every durable consumer of `nats/jetstream.toml`: its stream's definition name (`JOBS`)
+/// and its name.
+pub fn durable_consumers() -> Vec<(String, String)> {
+    let defs: Definitions = toml::from_str(DEFINITIONS).expect("nats/jetstream.toml parses");
+    defs.consumers
+        .into_iter()
+        .map(|c| (c.stream, c.name))
+        .collect()
+}
+
 /// The durable pull consumer of one role, created by `setup`.
 pub async fn consumer(
     bus: &Bus,

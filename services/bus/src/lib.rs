@@ -8,6 +8,7 @@ pub use bytes::Bytes;
 mod auth;
 mod consumer;
 mod definitions;
+mod gauges;
 mod messages;
 mod publisher;
 mod signing;
@@ -15,8 +16,11 @@ mod subjects;
 
 pub use auth::{without_credentials, NatsAuth, RUNNER_INBOX_PREFIX};
 pub use consumer::run_consumer;
-pub use definitions::{consumer, setup, SetupError, MAX_REPLICAS};
-pub use messages::{lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport};
+pub use definitions::{consumer, durable_consumers, setup, SetupError, MAX_REPLICAS};
+pub use gauges::{ConsumerLag, JobCounts, PlatformGauges, VmCount};
+pub use messages::{
+    lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport, ENVELOPE_VERSION,
+};
 pub use publisher::{signed, Publisher, SendError};
 pub use signing::{JobKey, RunnerKeys, SignatureError, MIN_MASTER_LEN, SIGNATURE_HEADER};
 pub use subjects::Subjects;

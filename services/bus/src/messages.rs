@@ -9,13 +9,25 @@ use domain::provisioning::{
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-/// A committed event as published on `<prefix>.events.<kind>.<id>.<type>`.
+/// The version of [`EventEnvelope`] and of the event subjects this build publishes.
+pub const ENVELOPE_VERSION: u32 = 2;
+
+/// A committed event as published on `<prefix>.events.vm.<provider>.<vm_id>.<EventType>` or
+/// `<prefix>.events.catalog.<provider>.<EventType>` (see `nats/subjects.md`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventEnvelope {
     pub version: u32,
     pub aggregate_type: String,
     /// The VM id for `Provisioning` events, `catalog` for `Catalog` events.
     pub aggregate_id: String,
+    /// The VM's provider; for a catalog change, the provider it concerns (`null` when it
+    /// concerns every provider).
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The event's place in the commit order of the whole platform (the events table's
+    /// `position`).
+    #[serde(default)]
+    pub position: i64,
     pub sequence: u64,
     #[serde(rename = "type")]
     pub event_type: String,
@@ -23,6 +35,10 @@ pub struct EventEnvelope {
     #[serde(with = "time::serde::rfc3339")]
     pub recorded_at: OffsetDateTime,
     pub actor: Option<String>,
+    /// The request (its `X-Request-ID`, or one given to it) or the job whose command
+    /// recorded the event.
+    #[serde(default)]
+    pub correlation_id: Option<String>,
     pub data: serde_json::Value,
 }
 
@@ -150,13 +166,16 @@ mod tests {
     #[test]
     fn an_envelope_carries_its_time_as_rfc_3339() {
         let json = serde_json::json!({
-            "version": 1,
+            "version": 2,
             "aggregate_type": "Provisioning",
             "aggregate_id": "0b0f6f4e-3f7c-4b1e-9d7a-3c2f1e0d9a8b",
+            "provider": "local",
+            "position": 812,
             "sequence": 3,
             "type": "JobStarted",
             "recorded_at": "2024-05-01T12:30:45.123456Z",
             "actor": "runner",
+            "correlation_id": "job-1",
             "data": {},
         });
         let envelope: EventEnvelope = serde_json::from_value(json.clone()).unwrap();

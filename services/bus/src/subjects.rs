@@ -1,5 +1,4 @@
-use cqrs_es::Aggregate;
-use domain::provisioning::{JobId, ProviderId, Provisioning, VmId};
+use domain::provisioning::{JobId, ProviderId, VmId};
 
 /// The subject taxonomy of `nats/subjects.md`, under one prefix.
 #[derive(Debug, Clone)]
@@ -27,24 +26,37 @@ impl Subjects {
         )
     }
 
-    /// `<prefix>.events.<kind>.<id>.<event_type>`: kind `vm` for the `Provisioning`
-    /// aggregate, else the aggregate type in snake case; the event type in snake case.
-    pub fn event(&self, aggregate_type: &str, id: &str, event_type: &str) -> String {
-        let kind = if aggregate_type == Provisioning::TYPE {
-            "vm".to_owned()
-        } else {
-            snake_case(aggregate_type)
-        };
+    /// `<prefix>.events.vm.<provider>.<vm_id>.<EventType>`: a VM's event, under the
+    /// provider the VM was requested on (see [`provider_token`]).
+    pub fn vm_event(&self, provider: &ProviderId, vm: &str, event_type: &str) -> String {
         format!(
-            "{}.events.{kind}.{id}.{}",
+            "{}.events.vm.{}.{vm}.{event_type}",
             self.prefix,
-            snake_case(event_type)
+            provider_token(provider)
         )
     }
 
-    /// Every event of one VM.
+    /// `<prefix>.events.catalog.<provider>.<EventType>`: a catalog change concerning one
+    /// provider (its own or one of its templates), or [`ALL_PROVIDERS`] for one concerning
+    /// every provider (`SeedImported`, `ProvidersReordered`).
+    pub fn catalog_event(&self, provider: Option<&ProviderId>, event_type: &str) -> String {
+        let scope = provider.map_or_else(|| ALL_PROVIDERS.to_owned(), provider_token);
+        format!("{}.events.catalog.{scope}.{event_type}", self.prefix)
+    }
+
+    /// Every event of one VM, whatever its provider.
     pub fn events_of(&self, vm: VmId) -> String {
-        format!("{}.events.vm.{vm}.>", self.prefix)
+        format!("{}.events.vm.*.{vm}.>", self.prefix)
+    }
+
+    /// The events of one type of one VM, whatever its provider.
+    pub fn event_of(&self, vm: VmId, event_type: &str) -> String {
+        format!("{}.events.vm.*.{vm}.{event_type}", self.prefix)
+    }
+
+    /// `<prefix>.gauges.platform`: the platform gauges, every 10 s.
+    pub fn gauges(&self) -> String {
+        format!("{}.gauges.platform", self.prefix)
     }
 
     pub fn job(&self, provider: &ProviderId) -> String {
@@ -73,19 +85,14 @@ impl Subjects {
     }
 }
 
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// The scope token of catalog events that concern every provider: upper case, which no
+/// provider id can be.
+pub const ALL_PROVIDERS: &str = "ALL";
+
+/// A provider id as one subject token: a `.` (allowed in ids, a separator in subjects) is
+/// written `~`, which no id contains.
+pub fn provider_token(provider: &ProviderId) -> String {
+    provider.as_str().replace('.', "~")
 }
 
 #[cfg(test)]
@@ -93,13 +100,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn event_subjects_name_the_vm_and_the_event_type_in_snake_case() {
+    fn event_subjects_name_the_provider_the_vm_and_the_event_type() {
         let subjects = Subjects::new("provisioning");
         let vm: VmId = "0b6f8a4e-1111-4222-8333-444455556666".parse().unwrap();
+        let azure = ProviderId::parse("azure").unwrap();
         assert_eq!(
-            subjects.event(Provisioning::TYPE, &vm.to_string(), "DestroyRequested"),
-            "provisioning.events.vm.0b6f8a4e-1111-4222-8333-444455556666.destroy_requested"
+            subjects.vm_event(&azure, &vm.to_string(), "DestroyRequested"),
+            "provisioning.events.vm.azure.0b6f8a4e-1111-4222-8333-444455556666.DestroyRequested"
+        );
+        assert_eq!(
+            subjects.events_of(vm),
+            "provisioning.events.vm.*.0b6f8a4e-1111-4222-8333-444455556666.>"
         );
         assert_eq!(subjects.stream("EVENTS"), "PROVISIONING_EVENTS");
+    }
+
+    #[test]
+    fn a_provider_id_with_a_dot_stays_one_subject_token() {
+        let subjects = Subjects::new("p");
+        let dotted = ProviderId::parse("eu.west").unwrap();
+        assert_eq!(
+            subjects.catalog_event(Some(&dotted), "TemplateCreated"),
+            "p.events.catalog.eu~west.TemplateCreated"
+        );
+        assert_eq!(
+            subjects.catalog_event(None, "SeedImported"),
+            "p.events.catalog.ALL.SeedImported"
+        );
+        assert!(ProviderId::parse(ALL_PROVIDERS).is_err());
     }
 }

@@ -27,6 +27,11 @@ pub struct Roles {
 }
 
 impl Roles {
+    /// Whether the process runs any role.
+    pub fn runs_any(&self) -> bool {
+        self.api || self.relay || self.projector || self.dispatcher || self.ingester
+    }
+
     pub const ALL: Roles = Roles {
         api: true,
         relay: true,
@@ -115,7 +120,8 @@ async fn runner_keys(
 
 impl Application {
     /// Connects to Postgres (applying migrations) and NATS (creating streams), and binds
-    /// the HTTP listener if the API runs here. Port 0 picks a free port.
+    /// the HTTP listener (the API, or only `/metrics` and `/healthz` when the API runs
+    /// elsewhere). Port 0 picks a free port.
     pub async fn build(
         config: Config,
         roles: Roles,
@@ -159,7 +165,9 @@ impl Application {
                 (Arc::new(local), None)
             }
         };
-        let (listener, port) = if roles.api {
+        // A process without the API serves `/metrics` and `/healthz` only, so that the
+        // relay's, dispatcher's and ingester's counters are scraped where they run.
+        let (listener, port) = if roles.api || roles.runs_any() {
             let listener = TcpListener::bind(config.http_addr)
                 .await
                 .map_err(|source| StartupError::Listen {
@@ -361,6 +369,11 @@ impl Application {
                 boot_timeout,
             };
             roles.spawn("lifecycle-sweep", sweep.run(cancel.clone()));
+            let gauges = ingester::Gauges {
+                pool: state.pool.clone(),
+                bus: state.bus.clone(),
+            };
+            roles.spawn("gauges", gauges.run(cancel.clone()));
             if let Some(config) = self.drift_check {
                 let check = ingester::DriftCheck {
                     pool: state.pool.clone(),
@@ -374,10 +387,18 @@ impl Application {
             roles.spawn("policy-reload", reload_on_sighup(policies, cancel.clone()));
         }
         if let Some(listener) = self.listener {
+            // `GET /metrics` serves the platform gauges whichever replica computed them.
+            let following = ingester::gauges::follow(state.bus.clone(), cancel.clone());
+            roles.spawn("gauges-follower", following);
             let stop = cancel.clone();
             roles.spawn("api", async move {
                 // With each connection's peer address: `me` in `allow_ssh_from` needs it.
-                let app = api::app(state).into_make_service_with_connect_info::<SocketAddr>();
+                let app = if self.roles.api {
+                    api::app(state)
+                } else {
+                    api::metrics_app()
+                };
+                let app = app.into_make_service_with_connect_info::<SocketAddr>();
                 let served = axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.cancelled().await })
                     .await;

@@ -148,7 +148,9 @@ impl Dispatcher {
             action: active.action,
             spec: spec.clone(),
         };
-        match self.start(&job).await {
+        let started = self.start(&job).await;
+        telemetry::metrics().count_runner_start(job.spec.provider.as_str(), started.is_ok());
+        match started {
             Ok(runner) => {
                 if let Err(e) =
                     store::liveness::set_runner(&self.pool, vm_id, job_id, &runner).await

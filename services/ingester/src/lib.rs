@@ -12,11 +12,13 @@
 //! placeholder instead, so the job still ends.
 
 mod drift;
+pub mod gauges;
 mod liveness;
 mod sweep;
 mod watchdog;
 
 pub use drift::{DriftCheck, DriftCheckConfig, DEFAULT_DRIFT_BATCH};
+pub use gauges::{Gauges, GAUGES_EVERY};
 pub use sweep::Sweep;
 pub use watchdog::Watchdog;
 
@@ -65,6 +67,9 @@ impl Ingester {
     /// Applies a batch of runner messages, job by job, each job's messages in order.
     #[tracing::instrument(skip_all, fields(messages = messages.len()))]
     pub async fn ingest(&self, messages: Vec<Message>) {
+        let metrics = telemetry::metrics();
+        metrics.ingester_batches.inc();
+        metrics.ingester_messages.inc_by(messages.len() as u64);
         let mut jobs: Vec<((VmId, JobId), Reports)> = vec![];
         for message in messages {
             let parsed: RunnerMessage = match serde_json::from_slice(&message.payload) {

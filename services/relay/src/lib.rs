@@ -1,5 +1,6 @@
 //! The relay: the outbox of the event store. It follows the events table in commit order
-//! and publishes each event to `<prefix>.events.vm.<vm>.<type>`, and each queued job to
+//! and publishes each event to `<prefix>.events.vm.<provider>.<vm>.<Type>` (or
+//! `<prefix>.events.catalog.<provider>.<Type>`), and each queued job to
 //! `<prefix>.jobs.<provider>`, then moves its checkpoint. A crash between commit and
 //! publish delays events, never loses them; one between publish and checkpoint publishes
 //! again, and the streams drop the copies by `Nats-Msg-Id`.
@@ -9,8 +10,9 @@
 //! the other VMs' events keep flowing. An admin's replay publishes it again on a later
 //! pass. Any other publish error (NATS away) fails the pass, which is tried again.
 
-use bus::{Bus, EventEnvelope, JobMessage, Publisher, SendError};
-use domain::provisioning::ProvisioningEvent;
+mod envelope;
+
+use bus::{Bus, Publisher, SendError};
 use store::feed::{self, Cursor, FeedEvent};
 use store::{dead_letters, lease};
 use store::{sqlx, PgPool};
@@ -43,7 +45,7 @@ pub async fn pass(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
     let Some(last) = events.last().map(|e| e.cursor) else {
         return Ok(replayed);
     };
-    for (event, error) in publish(bus, &events).await? {
+    for (event, error) in publish(pool, bus, &events).await? {
         dead_letters::park(pool, CHECKPOINT, event, &error).await?;
     }
     feed::save_checkpoint(pool, CHECKPOINT, last).await?;
@@ -55,7 +57,10 @@ pub async fn pass(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
 async fn replay(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
     let due = dead_letters::replays_due(pool, CHECKPOINT).await?;
     for (id, event) in &due {
-        match publish(bus, std::slice::from_ref(event)).await?.first() {
+        match publish(pool, bus, std::slice::from_ref(event))
+            .await?
+            .first()
+        {
             None => dead_letters::resolve(pool, *id).await?,
             Some((_, error)) => dead_letters::replay_failed(pool, *id, error).await?,
         }
@@ -66,13 +71,15 @@ async fn replay(pool: &PgPool, bus: &Bus) -> Result<usize, RelayError> {
 /// Publishes events and waits for every acknowledgement; does not move the checkpoint.
 /// Returns the events it can never publish, each with why, for the caller to park.
 pub async fn publish<'a>(
+    pool: &PgPool,
     bus: &Bus,
     events: &'a [FeedEvent],
 ) -> Result<Vec<(&'a FeedEvent, String)>, RelayError> {
+    let providers = envelope::providers(pool, events).await?;
     let mut publisher = Publisher::new(bus.jetstream.clone(), ACK_WINDOW);
     let mut poison = vec![];
     for event in events {
-        let (envelope, job) = match messages(bus, event) {
+        let (envelope, job) = match envelope::messages(&bus.subjects, event, &providers) {
             Ok(messages) => messages,
             Err(error) => {
                 poison.push((event, error));
@@ -100,82 +107,21 @@ pub async fn publish<'a>(
         }
     }
     publisher.flush().await.map_err(SendError::from)?;
+    let metrics = telemetry::metrics();
+    for event in events {
+        if !poison
+            .iter()
+            .any(|(parked, _)| std::ptr::eq(*parked, event))
+        {
+            metrics.count_event(false, &event.event_type);
+        }
+    }
     Ok(poison)
 }
 
 /// The server's `max_payload`, less room for the headers (`Nats-Msg-Id`) and subject.
 fn max_payload(bus: &Bus) -> usize {
     bus.client.server_info().max_payload.saturating_sub(4096)
-}
-
-/// A message to publish: subject, message id, payload.
-type Outgoing = (String, String, Vec<u8>);
-
-/// The envelope of an event, and its job message if it queues a job; or why it cannot be
-/// published.
-fn messages(bus: &Bus, event: &FeedEvent) -> Result<(Outgoing, Option<Outgoing>), String> {
-    let decoded = event.provisioning().map_err(|e| e.to_string())?;
-    if event.payload.is_null() {
-        return Err(format!(
-            "event {}/{}/{} has a payload that is not JSON",
-            event.aggregate_type, event.aggregate_id, event.sequence
-        ));
-    }
-    // Named as this version names the event: one stored by an earlier version under an
-    // older name (`AddressChanged`) is published under its current one (`IpChanged`).
-    let event_type = match &decoded {
-        Some((_, e)) => e.name().to_owned(),
-        None => event.event_type.clone(),
-    };
-    let envelope = EventEnvelope {
-        version: 1,
-        aggregate_type: event.aggregate_type.clone(),
-        aggregate_id: event.aggregate_id.clone(),
-        sequence: event.sequence,
-        event_type: event_type.clone(),
-        recorded_at: event.recorded_at,
-        actor: event.actor(),
-        data: event
-            .payload
-            .get("data")
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({})),
-    };
-    let subject = bus
-        .subjects
-        .event(&event.aggregate_type, &event.aggregate_id, &event_type);
-    let message_id = format!(
-        "{}:{}:{}",
-        event.aggregate_type, event.aggregate_id, event.sequence
-    );
-    let encode = |e: serde_json::Error| e.to_string();
-    let envelope = (
-        subject,
-        message_id,
-        serde_json::to_vec(&envelope).map_err(encode)?,
-    );
-    let job = match decoded {
-        Some((
-            vm_id,
-            ProvisioningEvent::JobQueued {
-                job_id,
-                action,
-                spec,
-            },
-        )) => {
-            let job = JobMessage {
-                vm_id,
-                job_id,
-                action,
-                spec,
-            };
-            let subject = bus.subjects.job(&job.spec.provider);
-            let payload = serde_json::to_vec(&job).map_err(encode)?;
-            Some((subject, job.message_id(event.sequence), payload))
-        }
-        _ => None,
-    };
-    Ok((envelope, job))
 }
 
 /// The cursor the relay has published up to.

@@ -76,11 +76,7 @@ pub(crate) async fn follow_cancels(
     config: &RunnerConfig,
     interrupts: Interrupts,
 ) -> Option<Following> {
-    let subject = bus.subjects.event(
-        "Provisioning",
-        &config.vm_id.to_string(),
-        "JobCancelRequested",
-    );
+    let subject = bus.subjects.event_of(config.vm_id, "JobCancelRequested");
     let mut events = match bus.client.subscribe(subject).await {
         Ok(events) => events,
         Err(e) => {

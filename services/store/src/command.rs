@@ -169,7 +169,10 @@ pub async fn execute_with<A: Stored>(
             }
         }
         match commit(pool, &id, before, events, state, metadata, receipt).await? {
-            Outcome::Committed(committed) => return Ok(Some(committed)),
+            Outcome::Committed(committed) => {
+                count_committed(&committed);
+                return Ok(Some(committed));
+            }
             Outcome::Taken => return Ok(None),
             Outcome::Lost if Instant::now() + pause < deadline => {
                 tracing::debug!(?pause, "another writer committed first; trying again");
@@ -178,6 +181,15 @@ pub async fn execute_with<A: Stored>(
             }
             Outcome::Lost => return Err(CommandError::Conflict),
         }
+    }
+}
+
+/// Counts a command's events in the process's metrics, by type.
+pub(crate) fn count_committed<A: Aggregate>(committed: &Committed<A>) {
+    use cqrs_es::DomainEvent;
+    let metrics = telemetry::metrics();
+    for recorded in &committed.events {
+        metrics.count_event(true, &recorded.event.event_type());
     }
 }
 

@@ -5,6 +5,7 @@
 //! more, so a follower that keeps a cursor in that order never skips a row that a slow
 //! concurrent writer commits later, which a cursor on `position` alone would.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use cqrs_es::Aggregate;
@@ -38,6 +39,14 @@ impl FeedEvent {
     pub fn actor(&self) -> Option<String> {
         self.metadata
             .get("actor")
+            .and_then(|a| a.as_str())
+            .map(str::to_owned)
+    }
+
+    /// The request or job whose command recorded the event.
+    pub fn correlation_id(&self) -> Option<String> {
+        self.metadata
+            .get("correlation_id")
             .and_then(|a| a.as_str())
             .map(str::to_owned)
     }
@@ -190,6 +199,27 @@ pub async fn read_aggregate(
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(decode).collect())
+}
+
+/// The provider of each VM of `vms`, read from its `Requested` event (always its first):
+/// the relay publishes a VM's events under it. A VM without one is left out.
+pub async fn providers_of(
+    pool: &PgPool,
+    vms: &[&str],
+) -> Result<HashMap<String, String>, sqlx::Error> {
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT aggregate_id, payload #>> '{data,spec,provider}' FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = ANY($2)
+           AND sequence = 1 AND event_type = 'Requested'",
+    )
+    .bind(Provisioning::TYPE)
+    .bind(vms)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(vm, provider)| Some((vm, provider?)))
+        .collect())
 }
 
 /// A row as an event. The payload is read as text and parsed here, not cast to jsonb in

@@ -76,10 +76,14 @@ pub async fn execute_together<A: Stored>(
         }
     }
     tx.commit().await.map_err(StoreError::from)?;
-    Ok(decided
+    let outcomes: Vec<Outcome<A>> = decided
         .into_iter()
         .map(|d| d.map(|d| d.recorded(&stored)))
-        .collect())
+        .collect();
+    for committed in outcomes.iter().filter_map(|o| o.as_ref().ok()) {
+        crate::command::count_committed(committed);
+    }
+    Ok(outcomes)
 }
 
 /// One aggregate's decision, before it is stored.

@@ -1,4 +1,9 @@
-//! One telemetry setup for every binary, so `provisioningd` and `provisioning-runner` log alike.
+//! One telemetry setup for every binary, so `provisioningd` and `provisioning-runner` log alike,
+//! and the metrics every role counts in.
+
+pub mod metrics;
+
+pub use metrics::metrics;
 
 use tracing_subscriber::EnvFilter;
 

@@ -10,6 +10,24 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(get_health))
         .route("/readyz", get(get_ready))
+        .route("/metrics", get(get_metrics))
+}
+
+/// The process's metrics in the Prometheus (OpenMetrics) text format: HTTP requests and
+/// latencies by route, events committed and relayed, ingester batches, runner starts, and
+/// the platform gauges. Outside the bearer auth, like the health checks: restrict it at the
+/// network (see docs/operations.md).
+#[utoipa::path(get, path = "/metrics", tag = "health", responses(
+    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text"),
+))]
+pub async fn get_metrics() -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            telemetry::metrics::CONTENT_TYPE,
+        )],
+        telemetry::metrics().encode(),
+    )
 }
 
 #[derive(Serialize, ToSchema)]

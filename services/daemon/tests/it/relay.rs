@@ -94,7 +94,7 @@ async fn events_committed_while_the_relay_was_down_or_died_before_its_checkpoint
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(events.len(), first);
-    relay::publish(&app.bus, &events[..first / 2])
+    relay::publish(&app.pool, &app.bus, &events[..first / 2])
         .await
         .unwrap();
     // ... more events are committed while it is down ...

@@ -285,7 +285,10 @@ async fn owners_are_warned_once_before_expiry_on_the_events_subject() {
             vec![Duration::from_secs(7200), Duration::from_secs(1800)]
     })
     .await;
-    let subject = format!("{}.events.vm.*.expiry_warning", app.bus.subjects.prefix());
+    let subject = format!(
+        "{}.events.vm.local.*.ExpiryWarning",
+        app.bus.subjects.prefix()
+    );
     let mut warnings = app.bus.client.subscribe(subject).await.unwrap();
     // An hour to live: within the 2 h warning, not yet the 30 min one.
     let vm: Vm = app
