@@ -2,6 +2,8 @@
 //! with snapshots and a global commit order), the feed that follows it, the read models and
 //! the catalog.
 
+pub mod as_of;
+pub mod audit;
 pub mod catalog;
 mod command;
 mod db;

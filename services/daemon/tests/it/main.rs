@@ -3,6 +3,7 @@
 mod answers;
 mod api;
 mod app_thread;
+mod audit;
 mod backend_role;
 mod bench;
 mod catalog;

@@ -2,10 +2,12 @@
 //! command on the `Catalog` aggregate, so it is validated there and recorded as an event
 //! with its actor; `GET /admin/catalog/events` is that audit history.
 
+mod audit;
 mod dead_letters;
 mod providers;
 mod templates;
 
+pub use audit::*;
 pub use dead_letters::*;
 pub use providers::*;
 pub use templates::*;
@@ -28,6 +30,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(providers::router())
         .merge(templates::router())
         .merge(dead_letters::router())
+        .merge(audit::router())
         .route("/admin/catalog/events", get(list_catalog_events))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(

@@ -108,6 +108,10 @@ pub struct VmOut {
     /// create; none when nothing drifted. Read from the read model: the answer to a
     /// command (202) leaves it out (null), `GET` shows it.
     pub drift: Option<DriftOut>,
+    /// With `?at=`: the position of the VM's last event at that point, which the answer
+    /// shows the VM after. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_position: Option<i64>,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -166,6 +170,7 @@ impl From<store::views::VmRow> for VmOut {
             app: row.app.map(|a| a.0),
             archived: row.archived,
             drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
+            at_position: None,
         }
     }
 }
@@ -214,6 +219,7 @@ fn vm_out(
         app: lifecycle.app.clone(),
         archived: false,
         drift: None,
+        at_position: None,
     }
 }
 
