@@ -23,6 +23,7 @@ mod private_nats;
 mod providers;
 mod proxy;
 mod relay;
+mod replay;
 mod runner_faults;
 mod scale;
 mod snapshots;
