@@ -18,6 +18,7 @@ pub mod liveness;
 pub mod projected;
 pub mod ssh_keys;
 mod together;
+pub mod upcast;
 pub mod views;
 
 pub use command::{

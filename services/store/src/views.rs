@@ -275,8 +275,18 @@ pub async fn view_at(
     vm: VmId,
     up_to: u64,
 ) -> Result<Option<(VmView, OffsetDateTime, OffsetDateTime)>, sqlx::Error> {
-    let rows: Vec<(i64, serde_json::Value, OffsetDateTime, Option<String>)> = sqlx::query_as(
-        "SELECT sequence, payload::jsonb, recorded_at, metadata::jsonb->>'actor' FROM events
+    type Row = (
+        i64,
+        String,
+        String,
+        serde_json::Value,
+        OffsetDateTime,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT sequence, event_type, event_version, payload::jsonb, recorded_at,
+                metadata::jsonb->>'actor'
+         FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2
            AND sequence <= $3 AND event_type <> 'LogLine'
          ORDER BY sequence",
@@ -286,11 +296,12 @@ pub async fn view_at(
     .bind(up_to as i64)
     .fetch_all(pool)
     .await?;
-    let (Some(first), Some(last)) = (rows.first().map(|r| r.2), rows.last().map(|r| r.2)) else {
+    let (Some(first), Some(last)) = (rows.first().map(|r| r.4), rows.last().map(|r| r.4)) else {
         return Ok(None);
     };
     let mut view = VmView::default();
-    for (sequence, payload, at, actor) in rows {
+    for (sequence, event_type, version, payload, at, actor) in rows {
+        let payload = crate::upcast::upcast(&event_type, &version, payload);
         let event =
             serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let stamp = Stamp {
