@@ -97,31 +97,6 @@ fn a_failed_refresh_records_no_drift_whatever_the_runner_collected() {
 }
 
 #[test]
-fn an_address_change_stored_by_an_earlier_version_reads_as_ip_changed() {
-    let stored = serde_json::json!({
-        "type": "AddressChanged",
-        "data": {"job_id": 2, "vm_ip": "10.77.0.10"}
-    });
-    let event: ProvisioningEvent = serde_json::from_value(stored).unwrap();
-    assert_eq!(
-        event,
-        ProvisioningEvent::IpChanged {
-            job_id: job(2),
-            vm_ip: "10.77.0.10".into()
-        }
-    );
-    assert_eq!(event.name(), "IpChanged");
-    // Written from now on under its new name.
-    assert_eq!(serde_json::to_value(&event).unwrap()["type"], "IpChanged");
-    let mut lifecycle = super::Lifecycle::default();
-    for e in provisioned() {
-        lifecycle.apply(&e);
-    }
-    lifecycle.apply(&event);
-    assert_eq!(lifecycle.ip.as_deref(), Some("10.77.0.10"));
-}
-
-#[test]
 fn a_drift_event_is_stored_with_names_of_attributes_only() {
     let event = ProvisioningEvent::DriftDetected {
         job_id: job(2),

@@ -129,8 +129,7 @@ pub enum ProvisioningEvent {
         outputs: BTreeMap<String, serde_json::Value>,
     },
     /// A refresh found the VM at another address than the one recorded. Stored as
-    /// `AddressChanged` by earlier versions.
-    #[serde(alias = "AddressChanged")]
+    /// `AddressChanged` by version 1.0 (read through the store's upcaster).
     IpChanged { job_id: JobId, vm_ip: String },
     /// A refresh found resources changed outside Terraform (Terraform's `resource_drift`):
     /// which, and the names of their changed attributes (never the values, which may be
@@ -257,7 +256,8 @@ impl DomainEvent for ProvisioningEvent {
         self.name().to_owned()
     }
 
+    /// 1.1: `AddressChanged` is named `IpChanged` (the store upcasts 1.0 events).
     fn event_version(&self) -> String {
-        "1.0".to_owned()
+        "1.1".to_owned()
     }
 }

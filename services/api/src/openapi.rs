@@ -23,6 +23,7 @@ use crate::AppState;
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
+        admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,
         admin::list_users, admin::update_user, admin::reload_policies,

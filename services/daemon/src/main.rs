@@ -2,13 +2,15 @@ use anyhow::Context;
 use daemon::{telemetry, Application, Config, Roles};
 use secrecy::{ExposeSecret, SecretString};
 
-const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|providers validate|providers list|users grant-admin EMAIL|policies check]
+const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|replay [--projection vms|catalog]|providers validate|providers list|users grant-admin EMAIL|policies check]
 
   run (default)         every role in one process
   api, relay, ...       one role (for scale-out)
   migrate               apply the database migrations and exit
   openapi               print the OpenAPI document
-  rebuild-projections   rebuild the read models from the events table
+  rebuild-projections   rebuild the read models from the events table (projector stopped)
+  replay                rebuild the read models (or one: --projection vms|catalog) into
+                        fresh tables and swap them in, while the daemon runs
   providers validate    check hcl/providers.toml against the Terraform folders and the catalog
   providers list        print the provider registry
   users grant-admin EMAIL
@@ -46,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", api::openapi_json());
             return Ok(());
         }
-        "migrate" | "rebuild-projections" => Roles::NONE,
+        "migrate" | "rebuild-projections" | "replay" => Roles::NONE,
         "providers" => return providers(std::env::args().nth(2).as_deref()).await,
         "users" => {
             let args: Vec<String> = std::env::args().skip(2).collect();
@@ -70,6 +72,31 @@ async fn main() -> anyhow::Result<()> {
     match command.as_str() {
         "migrate" => {
             println!("migrations applied");
+            return Ok(());
+        }
+        "replay" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let name = match args.as_slice() {
+                [] => None,
+                [flag, name] if flag == "--projection" => Some(name.as_str()),
+                _ => anyhow::bail!("usage: provisioningd replay [--projection vms|catalog]"),
+            };
+            let scope = projector::Scope::named(name).with_context(|| {
+                format!(
+                    "no projection {name:?}: one of {:?}",
+                    projector::PROJECTIONS
+                )
+            })?;
+            let done = projector::replay(app.pool(), scope).await?;
+            println!(
+                "replayed {} events into {} in {:.1} s ({:.0} events/s); they show the events \
+                 up to position {}, where the projector goes on",
+                done.events,
+                done.tables.join(", "),
+                done.elapsed.as_secs_f64(),
+                done.events_per_s(),
+                done.reached.position
+            );
             return Ok(());
         }
         "rebuild-projections" => {

@@ -8,6 +8,13 @@
 //! the checkpoint moves past it: the other VMs' views keep up. An admin's replay (once a
 //! version that reads it runs) folds the VM's view again from all its events up to the
 //! checkpoint, with the replayed event's log line.
+//!
+//! [`replay`] rebuilds read models into fresh tables while this projector runs, and swaps
+//! them in (see `replay.rs`).
+
+mod replay;
+
+pub use replay::{replay, Replayed, PROJECTIONS};
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -33,6 +40,8 @@ pub enum ProjectorError {
     Undecodable(#[from] UndecodableEvent),
     #[error("a projector is running: stop it (or its provisioningd) before rebuilding")]
     Running,
+    #[error("another replay is running")]
+    ReplayRunning,
 }
 
 /// Runs the projector until cancelled. Only the replica holding the lease folds.
@@ -44,36 +53,77 @@ pub async fn run(pool: PgPool, cancel: CancellationToken) {
 /// returns how many events it handled.
 #[tracing::instrument(skip_all, err)]
 pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
-    let replayed = replay(pool).await?;
+    let replayed = replay_dead_letters(pool).await?;
     let cursor = feed::load_checkpoint(pool, CHECKPOINT).await?;
     let events = feed::read_after(pool, cursor, BATCH).await?;
     let Some(last) = events.last().map(|e| e.cursor) else {
         return Ok(replayed);
     };
     let mut tx = pool.begin().await?;
+    fold(&mut tx, &events, Scope::ALL, Some(CHECKPOINT)).await?;
+    feed::save_checkpoint(&mut *tx, CHECKPOINT, last).await?;
+    tx.commit().await?;
+    Ok(replayed + events.len())
+}
+
+/// Which read models a fold writes: the VMs' (`vm_views`, `vm_logs`), the catalog's
+/// (`providers`, `templates`, `catalog_projection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope {
+    pub vms: bool,
+    pub catalog: bool,
+}
+
+impl Scope {
+    pub const ALL: Scope = Scope {
+        vms: true,
+        catalog: true,
+    };
+}
+
+/// Folds `events` (in commit order) into the read models of `scope`, as the tables'
+/// names resolve in `tx` (a replay folds into fresh tables of its own schema). An event
+/// that cannot be decoded is parked for `follower`, or skipped when there is none (a
+/// replay: the live projector parked it already). Log lines are written in one statement.
+pub(crate) async fn fold(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    events: &[FeedEvent],
+    scope: Scope,
+    follower: Option<&str>,
+) -> Result<(), sqlx::Error> {
     // Per VM: its view, the time of its first event in this batch (its creation, for a new
     // VM) and of its last.
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime, OffsetDateTime)> = HashMap::new();
-    for event in &events {
-        if let Err(e) = decodable_catalog(event) {
-            dead_letters::park(&mut *tx, CHECKPOINT, event, &e).await?;
-            continue;
+    let mut logs = Vec::new();
+    for event in events {
+        if scope.catalog {
+            if let Err(e) = decodable_catalog(event) {
+                if let Some(follower) = follower {
+                    dead_letters::park(&mut **tx, follower, event, &e).await?;
+                }
+                continue;
+            }
+            if store::catalog::fold(tx, event).await? {
+                continue;
+            }
         }
-        if store::catalog::fold(&mut tx, event).await? {
+        if !scope.vms {
             continue;
         }
         let (vm, domain_event) = match event.provisioning() {
             Ok(Some(decoded)) => decoded,
             Ok(None) => continue, // other aggregates have read models of their own
             Err(e) => {
-                dead_letters::park(&mut *tx, CHECKPOINT, event, &e.to_string()).await?;
+                if let Some(follower) = follower {
+                    dead_letters::park(&mut **tx, follower, event, &e.to_string()).await?;
+                }
                 continue;
             }
         };
         let (view, _, at) = match touched.entry(vm) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let view = views::load_for_update(&mut tx, vm).await?;
+                let view = views::load_for_update(tx, vm).await?;
                 let at = event.recorded_at;
                 entry.insert((view.unwrap_or_default(), at, at))
             }
@@ -85,15 +135,16 @@ pub async fn pass(pool: &PgPool) -> Result<usize, ProjectorError> {
         };
         if view.update(event.sequence, stamp, &domain_event) {
             *at = event.recorded_at;
-            fold_log(&mut tx, vm, &domain_event, event.recorded_at).await?;
+            if let Some(log) = log_of(vm, domain_event, event.recorded_at) {
+                logs.push(log);
+            }
         }
     }
     for (vm, (view, first, last)) in &touched {
-        views::save(&mut tx, *vm, view, *first, *last).await?;
+        views::save(tx, *vm, view, *first, *last).await?;
     }
-    feed::save_checkpoint(&mut *tx, CHECKPOINT, last).await?;
-    tx.commit().await?;
-    Ok(replayed + events.len())
+    views::insert_logs(tx, &logs).await?;
+    Ok(())
 }
 
 /// A catalog event the catalog's fold can read (checked first, so a bad one is parked
@@ -117,7 +168,7 @@ fn decodable_catalog(event: &FeedEvent) -> Result<(), String> {
 
 /// Folds the dead letters an admin asked to replay; each is resolved, or keeps its new
 /// error.
-async fn replay(pool: &PgPool) -> Result<usize, ProjectorError> {
+async fn replay_dead_letters(pool: &PgPool) -> Result<usize, ProjectorError> {
     let due = dead_letters::replays_due(pool, CHECKPOINT).await?;
     let checkpoint = feed::load_checkpoint(pool, CHECKPOINT).await?;
     for (id, event) in &due {
@@ -172,36 +223,31 @@ async fn refold(
         }
     }
     views::save(tx, vm, &view, first.unwrap_or(last), last).await?;
-    fold_log(tx, vm, &domain_event, event.recorded_at).await?;
+    let log = log_of(vm, domain_event, event.recorded_at);
+    views::insert_logs(tx, log.as_slice()).await?;
     Ok(Ok(()))
 }
 
-async fn fold_log(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    vm: VmId,
-    event: &ProvisioningEvent,
-    at: OffsetDateTime,
-) -> Result<(), sqlx::Error> {
-    if let ProvisioningEvent::LogLine {
-        job_id,
-        line,
-        level,
-        kind,
-        message,
-    } = event
-    {
-        let log = NewLog {
+/// The `vm_logs` row of a log line.
+fn log_of(vm: VmId, event: ProvisioningEvent, at: OffsetDateTime) -> Option<NewLog> {
+    match event {
+        ProvisioningEvent::LogLine {
+            job_id,
+            line,
+            level,
+            kind,
+            message,
+        } => Some(NewLog {
             vm,
             job_id: job_id.get(),
-            line: *line,
+            line,
             level,
             kind,
             message,
             at,
-        };
-        views::insert_log(tx, log).await?;
+        }),
+        _ => None,
     }
-    Ok(())
 }
 
 /// Empties the read models and folds the whole events table again.

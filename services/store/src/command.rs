@@ -210,6 +210,8 @@ struct SnapshotRow {
 #[derive(sqlx::FromRow)]
 struct EventRow {
     sequence: i64,
+    event_type: String,
+    event_version: String,
     payload: Value,
 }
 
@@ -241,7 +243,7 @@ pub async fn load<A: Stored>(pool: &PgPool, id: &str) -> Result<(A, u64), StoreE
         None => (A::default(), 0),
     };
     let rows: Vec<EventRow> = sqlx::query_as(
-        "SELECT sequence, payload FROM events
+        "SELECT sequence, event_type, event_version, payload FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3
          ORDER BY sequence",
     )
@@ -252,7 +254,8 @@ pub async fn load<A: Stored>(pool: &PgPool, id: &str) -> Result<(A, u64), StoreE
     .await?;
     let mut sequence = after;
     for row in rows {
-        state.apply(serde_json::from_value(row.payload)?);
+        let payload = crate::upcast::upcast(&row.event_type, &row.event_version, row.payload);
+        state.apply(serde_json::from_value(payload)?);
         sequence = row.sequence;
     }
     Ok((state, u64::try_from(sequence).unwrap_or(0)))

@@ -91,11 +91,12 @@ type Row = (
     String,
     String,
     String,
+    String,
     OffsetDateTime,
 );
 
 const COLUMNS: &str = "txid::text::bigint, position, aggregate_type, aggregate_id, sequence, \
-                       event_type, payload::text, metadata::text, recorded_at";
+                       event_type, event_version, payload::text, metadata::text, recorded_at";
 
 /// The commit horizon: every row of `events` with a smaller txid is committed or will never
 /// be, so the feed may move past it.
@@ -222,9 +223,10 @@ pub async fn providers_of(
         .collect())
 }
 
-/// A row as an event. The payload is read as text and parsed here, not cast to jsonb in
-/// the query: a payload jsonb refuses (a NUL written by hand) then fails this one event,
-/// which the follower parks, instead of every read.
+/// A row as an event, its payload upcast to today's version (see [`crate::upcast`]). The
+/// payload is read as text and parsed here, not cast to jsonb in the query: a payload
+/// jsonb refuses (a NUL written by hand) then fails this one event, which the follower
+/// parks, instead of every read.
 fn decode(row: Row) -> FeedEvent {
     let (
         txid,
@@ -233,17 +235,20 @@ fn decode(row: Row) -> FeedEvent {
         aggregate_id,
         sequence,
         event_type,
+        event_version,
         payload,
         metadata,
         recorded_at,
     ) = row;
+    let payload = serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null);
+    let payload = crate::upcast::upcast(&event_type, &event_version, payload);
     FeedEvent {
         cursor: Cursor { txid, position },
         aggregate_type,
         aggregate_id,
         sequence: sequence as u64,
         event_type,
-        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+        payload,
         metadata: serde_json::from_str(&metadata).unwrap_or(serde_json::Value::Null),
         recorded_at,
     }

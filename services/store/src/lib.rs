@@ -3,6 +3,8 @@
 //! the catalog.
 
 pub mod api_tokens;
+pub mod as_of;
+pub mod audit;
 pub mod catalog;
 mod command;
 mod db;
@@ -20,6 +22,7 @@ pub mod runner_keys;
 pub mod ssh_keys;
 mod together;
 pub mod users;
+pub mod upcast;
 pub mod views;
 
 pub use command::{

@@ -265,8 +265,8 @@ async fn load_many<A: Stored>(
         .iter()
         .map(|id| loaded.get(id).map_or(0, |(_, s)| *s as i64))
         .collect();
-    let rows: Vec<(String, i64, Value)> = sqlx::query_as(
-        "SELECT e.aggregate_id, e.sequence, e.payload
+    let rows: Vec<(String, i64, String, String, Value)> = sqlx::query_as(
+        "SELECT e.aggregate_id, e.sequence, e.event_type, e.event_version, e.payload
          FROM unnest($2::text[], $3::bigint[]) AS a(id, after)
          JOIN events e ON e.aggregate_type = $1 AND e.aggregate_id = a.id
                       AND e.sequence > a.after
@@ -277,8 +277,9 @@ async fn load_many<A: Stored>(
     .bind(&after)
     .fetch_all(pool)
     .await?;
-    for (id, sequence, payload) in rows {
+    for (id, sequence, event_type, version, payload) in rows {
         let (state, last) = loaded.entry(id).or_default();
+        let payload = crate::upcast::upcast(&event_type, &version, payload);
         state.apply(serde_json::from_value(payload)?);
         *last = sequence as u64;
     }

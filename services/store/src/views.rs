@@ -209,31 +209,44 @@ pub struct LogRow {
     pub recorded_at: OffsetDateTime,
 }
 
-pub struct NewLog<'a> {
+pub struct NewLog {
     pub vm: VmId,
     pub job_id: u32,
     pub line: u32,
-    pub level: &'a str,
-    pub kind: &'a str,
-    pub message: &'a str,
+    pub level: String,
+    pub kind: String,
+    pub message: String,
     pub at: OffsetDateTime,
 }
 
-pub async fn insert_log(
+/// Writes log lines, in one statement; a line written already stays as it is.
+pub async fn insert_logs(
     tx: &mut Transaction<'_, Postgres>,
-    log: NewLog<'_>,
+    logs: &[NewLog],
 ) -> Result<(), sqlx::Error> {
+    if logs.is_empty() {
+        return Ok(());
+    }
+    let vms: Vec<Uuid> = logs.iter().map(|l| l.vm.as_uuid()).collect();
+    let jobs: Vec<i32> = logs.iter().map(|l| l.job_id as i32).collect();
+    let lines: Vec<i32> = logs.iter().map(|l| l.line as i32).collect();
+    let levels: Vec<&str> = logs.iter().map(|l| l.level.as_str()).collect();
+    let kinds: Vec<&str> = logs.iter().map(|l| l.kind.as_str()).collect();
+    let messages: Vec<&str> = logs.iter().map(|l| l.message.as_str()).collect();
+    let ats: Vec<OffsetDateTime> = logs.iter().map(|l| l.at).collect();
     sqlx::query(
         "INSERT INTO vm_logs (vm_id, job_id, line, level, kind, message, recorded_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+         SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[],
+                              $6::text[], $7::timestamptz[])
+         ON CONFLICT DO NOTHING",
     )
-    .bind(log.vm.as_uuid())
-    .bind(log.job_id as i32)
-    .bind(log.line as i32)
-    .bind(log.level)
-    .bind(log.kind)
-    .bind(log.message)
-    .bind(log.at)
+    .bind(vms)
+    .bind(jobs)
+    .bind(lines)
+    .bind(levels)
+    .bind(kinds)
+    .bind(messages)
+    .bind(ats)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -294,8 +307,18 @@ pub async fn view_at(
     vm: VmId,
     up_to: u64,
 ) -> Result<Option<(VmView, OffsetDateTime, OffsetDateTime)>, sqlx::Error> {
-    let rows: Vec<(i64, serde_json::Value, OffsetDateTime, Option<String>)> = sqlx::query_as(
-        "SELECT sequence, payload::jsonb, recorded_at, metadata::jsonb->>'actor' FROM events
+    type Row = (
+        i64,
+        String,
+        String,
+        serde_json::Value,
+        OffsetDateTime,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT sequence, event_type, event_version, payload::jsonb, recorded_at,
+                metadata::jsonb->>'actor'
+         FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2
            AND sequence <= $3 AND event_type <> 'LogLine'
          ORDER BY sequence",
@@ -305,11 +328,12 @@ pub async fn view_at(
     .bind(up_to as i64)
     .fetch_all(pool)
     .await?;
-    let (Some(first), Some(last)) = (rows.first().map(|r| r.2), rows.last().map(|r| r.2)) else {
+    let (Some(first), Some(last)) = (rows.first().map(|r| r.4), rows.last().map(|r| r.4)) else {
         return Ok(None);
     };
     let mut view = VmView::default();
-    for (sequence, payload, at, actor) in rows {
+    for (sequence, event_type, version, payload, at, actor) in rows {
+        let payload = crate::upcast::upcast(&event_type, &version, payload);
         let event =
             serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let stamp = Stamp {

@@ -38,6 +38,18 @@ impl From<store::AuditEvent> for EventOut {
     }
 }
 
+impl From<store::audit::AuditEntry> for EventOut {
+    fn from(e: store::audit::AuditEntry) -> Self {
+        Self {
+            sequence: u64::try_from(e.sequence).unwrap_or(0),
+            event_type: e.event_type,
+            recorded_at: e.recorded_at,
+            actor: e.actor,
+            data: e.data,
+        }
+    }
+}
+
 impl From<bus::EventEnvelope> for EventOut {
     fn from(e: bus::EventEnvelope) -> Self {
         Self {

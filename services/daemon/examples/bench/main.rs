@@ -8,6 +8,7 @@
 mod app;
 mod ingest;
 mod raw;
+mod replay;
 mod report;
 
 use std::time::Duration;
@@ -33,6 +34,9 @@ struct Sizes {
     many_jobs_lines: u32,
     sse_lines: u32,
     post_time: Duration,
+    /// VMs and events per VM added for the replay (1M events in all).
+    replay_vms: i64,
+    replay_per_vm: i64,
 }
 
 const FULL: Sizes = Sizes {
@@ -42,6 +46,8 @@ const FULL: Sizes = Sizes {
     many_jobs_lines: 40_000,
     sse_lines: 5_000,
     post_time: Duration::from_secs(10),
+    replay_vms: 1_000,
+    replay_per_vm: 1_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -51,6 +57,8 @@ const QUICK: Sizes = Sizes {
     many_jobs_lines: 4_000,
     sse_lines: 1_000,
     post_time: Duration::from_secs(2),
+    replay_vms: 100,
+    replay_per_vm: 500,
 };
 
 #[tokio::main]
@@ -168,6 +176,16 @@ async fn run(
         Figure::below("post_vms_p99_ms", quantile(&mut post, 0.99), "ms", 50.0),
         Figure::against("post_vms_per_s", post_rate, "req/s", commit).at_least(0.3),
         Figure::below("command_on_20k_events_ms", command, "ms", 20.0),
+    ]);
+
+    replay::seed(&pool, sizes.replay_vms, sizes.replay_per_vm).await?;
+    let (read, rows) = replay::seq_read(&pool).await?;
+    println!("sequential read: {read:.0} events/s ({rows} events)");
+    let replayed = replay::replay(&pool).await?;
+    println!("replay: {replayed:.0} events/s");
+    figures.extend([
+        Figure::ceiling("events_seq_read_per_s", read, "events/s"),
+        Figure::against("replay_events_per_s", replayed, "events/s", read).at_least(0.5),
     ]);
     pool.close().await;
     Ok((machine, figures))

@@ -237,6 +237,11 @@ impl Daemon {
         signal("HUP", child.id() as i32);
     }
 
+    /// The daemon's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child
             .as_mut()

@@ -26,6 +26,7 @@ mod wire;
 #[allow(dead_code)]
 mod wrapper;
 
+mod export;
 mod kill;
 mod nats_cluster;
 mod nats_restart;

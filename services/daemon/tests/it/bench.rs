@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-const FIGURES: [&str; 14] = [
+const FIGURES: [&str; 16] = [
     "raw_jetstream_publish_per_s",
     "raw_postgres_commit_per_s",
     "raw_postgres_batch_rows_per_s",
@@ -19,6 +19,8 @@ const FIGURES: [&str; 14] = [
     "post_vms_p99_ms",
     "post_vms_per_s",
     "command_on_20k_events_ms",
+    "events_seq_read_per_s",
+    "replay_events_per_s",
 ];
 
 /// The bench example of this build, built like the runner (`helpers::runner_bin`).

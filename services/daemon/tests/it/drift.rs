@@ -370,4 +370,15 @@ async fn an_address_change_stored_by_an_earlier_version_is_published_and_shown_a
     };
     assert_eq!(published.event_type, "IpChanged");
     assert_eq!(published.data["vm_ip"], "10.77.9.9");
+    // The command path loads it too (through the upcaster: today's type has no
+    // `AddressChanged`), and so does a view of the VM at a past point.
+    let (state, sequence) = store::load::<Provisioning>(&app.pool, &vm.to_string())
+        .await
+        .unwrap();
+    assert_eq!(sequence, 3);
+    assert_eq!(state.lifecycle().ip.as_deref(), Some("10.77.9.9"));
+    let then: Vm = app
+        .get_json(&format!("/api/v1/vms/{vm}?at={}", i64::MAX))
+        .await;
+    assert_eq!(then.ip.as_deref(), Some("10.77.9.9"));
 }

@@ -2,12 +2,14 @@
 //! command on the `Catalog` aggregate, so it is validated there and recorded as an event
 //! with its actor; `GET /admin/catalog/events` is that audit history.
 
+mod audit;
 mod dead_letters;
 mod policies;
 mod providers;
 mod templates;
 mod users;
 
+pub use audit::*;
 pub use dead_letters::*;
 pub use policies::*;
 pub use providers::*;
@@ -34,6 +36,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(dead_letters::router())
         .merge(users::router())
         .merge(policies::router())
+        .merge(audit::router())
         .route("/admin/catalog/events", get(list_catalog_events))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(

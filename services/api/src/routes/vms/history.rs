@@ -5,25 +5,48 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
 use super::parse_id;
+use crate::routes::admin::{audit_error, audit_query};
 use crate::routes::events::{limit, EventOut, Page};
 use crate::{ApiError, AppState};
 
-/// The VM's audit history in order, Terraform's lines included.
+/// The VM's audit history in order, Terraform's lines included unless `exclude_logs=true`.
+/// Pages by the VM's sequence (`after`); filters as `GET /api/v1/audit` (but `vm` and
+/// `provider`).
 #[utoipa::path(get, path = "/api/v1/vms/{id}/events", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id"), Page),
-    responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody)))]
+    params(("id" = String, Path, description = "VM id"), Page,
+        ("actor" = Option<String>, Query, description = "Only events caused by this actor"),
+        ("type" = Option<Vec<String>>, Query, description = "Only events of this type; repeat it for several"),
+        ("from" = Option<String>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
+        ("to" = Option<String>, Query, description = "Only events recorded before this time (RFC 3339)"),
+        ("exclude_logs" = Option<bool>, Query, description = "`true`: leave `LogLine` events out"),
+    ),
+    responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody),
+        (status = 422, description = "A parameter is invalid (`detail` names it)", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn list_vm_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(page): Query<Page>,
+    Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
     let vm = parse_id(&id)?;
+    let mut query = audit_query(&params, false)?;
+    let after = match params.iter().find(|(name, _)| name == "after") {
+        Some((_, after)) => after.parse::<u64>().map_err(|_| ApiError::Invalid {
+            field: "after".into(),
+            reason: "must be the sequence of an event of the VM".into(),
+        })?,
+        None => 0,
+    };
     if store::last_sequence(&state.pool, vm).await? == 0 {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
-    let events = store::vm_events(&state.pool, vm, page.after(), page.limit()).await?;
+    query.filter.vm = Some(vm);
+    let horizon = store::feed::horizon(&state.pool).await?;
+    let start = store::audit::Start::Sequence(after);
+    let events = store::audit::page(&state.pool, &query.filter, start, horizon, query.limit)
+        .await
+        .map_err(audit_error)?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 

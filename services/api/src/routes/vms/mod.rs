@@ -149,6 +149,10 @@ pub struct VmOut {
     pub drift: Option<DriftOut>,
     /// The id of the user who asked for it: they and admins see it, no one else.
     pub owner: Uuid,
+    /// With `?at=`: the position of the VM's last event at that point, which the answer
+    /// shows the VM after. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_position: Option<i64>,
 }
 
 /// A job of a VM that has not ended; `GET /api/v1/vms/{id}/jobs/{job}` has all of it.
@@ -208,6 +212,7 @@ impl From<store::views::VmRow> for VmOut {
             archived: row.archived,
             drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
             owner: row.owner,
+            at_position: None,
         }
     }
 }
@@ -257,6 +262,7 @@ fn vm_out(
         archived: false,
         drift: None,
         owner: spec.owner.as_uuid(),
+        at_position: None,
     }
 }
 

@@ -1,12 +1,16 @@
 use axum::extract::{Path, Query, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use domain::provisioning::VmStatus;
-use serde::Serialize;
+use domain::provisioning::{VmId, VmStatus};
+use serde::{Deserialize, Serialize};
+use store::as_of::At;
+use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{parse_id, VmOut};
+use super::{parse_id, vm_out, DriftOut, VmOut};
 use crate::auth::Principal;
 use crate::{ApiError, AppState};
 
@@ -144,21 +148,77 @@ fn parse_cursor(cursor: &str) -> Option<(OffsetDateTime, Uuid)> {
     Some((at, Uuid::try_parse(id).ok()?))
 }
 
-/// One VM.
+/// `GET /api/v1/vms/{id}`'s query.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GetVmQuery {
+    /// The VM as it was then: a position in the events table, or an RFC 3339 time. The
+    /// answer is folded from the VM's events up to there; its `at_position` (and the
+    /// `Provisioning-Position` header) is the position of the last of them.
+    pub at: Option<String>,
+}
+
+/// One VM: as the read model shows it, or with `at` as it was at a past position or time.
 #[utoipa::path(get, path = "/api/v1/vms/{id}", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id")),
-    responses((status = 200, body = VmOut), (status = 404, body = crate::error::ErrorBody)))]
+    params(("id" = String, Path, description = "VM id"), GetVmQuery),
+    responses((status = 200, body = VmOut),
+        (status = 400, description = "`at` is neither a position nor a time", body = crate::error::ErrorBody),
+        (status = 404, description = "No such VM (at that point)", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn get_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<VmOut>, ApiError> {
+    Query(query): Query<GetVmQuery>,
+) -> Result<Response, ApiError> {
     let vm = parse_id(&id)?;
+    if let Some(at) = &query.at {
+        return get_vm_at(&state, vm, parse_at(at)?).await;
+    }
     let row = store::views::get(&state.pool, vm)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
-    Ok(Json(row.into()))
+    Ok(Json(VmOut::from(row)).into_response())
+}
+
+/// A position (digits) or an RFC 3339 time.
+fn parse_at(at: &str) -> Result<At, ApiError> {
+    if let Ok(position) = at.parse::<i64>() {
+        if position >= 0 {
+            return Ok(At::Position(position));
+        }
+    }
+    OffsetDateTime::parse(at, &Rfc3339)
+        .map(At::Time)
+        .map_err(|_| {
+            ApiError::BadRequest(
+                "at: must be a position (a number) or an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"
+                    .into(),
+            )
+        })
+}
+
+async fn get_vm_at(state: &AppState, vm: VmId, at: At) -> Result<Response, ApiError> {
+    let then = store::as_of::vm_as_of(&state.pool, vm, at)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no VM {vm} at that point")))?;
+    let spec = then
+        .view
+        .spec
+        .as_ref()
+        .expect("vm_as_of answers requested VMs only");
+    let mut out = vm_out(
+        vm,
+        spec,
+        &then.view.lifecycle,
+        then.created_at,
+        then.updated_at,
+    );
+    out.archived = then.view.archived;
+    out.drift = then.view.drift.as_ref().map(DriftOut::from);
+    out.at_position = Some(then.position);
+    let position = HeaderValue::from(then.position);
+    Ok(([("provisioning-position", position)], Json(out)).into_response())
 }
 
 #[cfg(test)]
@@ -179,6 +239,16 @@ mod tests {
         assert_eq!(parse_cursor(&cursor(at, id)), Some((at, id)));
         for wrong in ["", "12", "x_y", "12_notauuid", &format!("_{id}")] {
             assert_eq!(parse_cursor(wrong), None, "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn at_is_a_position_or_a_time() {
+        assert_eq!(parse_at("42").unwrap(), At::Position(42));
+        let t = OffsetDateTime::parse("2026-01-31T12:00:00Z", &Rfc3339).unwrap();
+        assert_eq!(parse_at("2026-01-31T12:00:00Z").unwrap(), At::Time(t));
+        for wrong in ["", "-1", "yesterday", "2026-01-31"] {
+            assert!(parse_at(wrong).unwrap_err().to_string().starts_with("at: "));
         }
     }
 
