@@ -9,6 +9,7 @@ mod layers;
 mod network;
 mod openapi;
 mod routes;
+mod streams;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ pub use error::ApiError;
 use extract::{AppJson, RequestId};
 pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
 pub use openapi::ApiDoc;
+pub use streams::Hub as StreamHub;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -34,6 +36,14 @@ pub struct AppState {
     pub callbacks: Arc<domain::callbacks::CallbackSigner>,
     /// What `allow_ssh_from` may name, and how `me` finds the caller.
     pub network: NetworkRules,
+    /// The NATS connection of the per-VM streams, whose subscriptions hold few messages
+    /// (`bus::Bus::connect_for_streams`).
+    pub stream_nats: bus::async_nats::Client,
+    /// The follower of the commit order behind the streams of many VMs.
+    pub hub: Arc<StreamHub>,
+    /// Cancelled when the process stops: the live streams end then, so that the server's
+    /// graceful shutdown does not wait for their clients.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 pub fn app(state: AppState) -> Router {

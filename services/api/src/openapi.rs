@@ -12,7 +12,7 @@ use crate::AppState;
     paths(
         health::get_health, health::get_ready,
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
-        vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
+        vms::list_vm_events, vms::list_vm_logs, vms::stream_vm, vms::stream_vms,
         vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,
         vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job, vms::archive_vm,
         vms::extend_vm, vms::patch_vm, callbacks::callback,
@@ -22,10 +22,10 @@ use crate::AppState;
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
-        admin::list_dead_letters, admin::replay_dead_letter,
+        admin::list_dead_letters, admin::replay_dead_letter, admin::stream_platform,
         get_openapi,
     ),
-    components(schemas(crate::error::ErrorBody)),
+    components(schemas(crate::error::ErrorBody, admin::PlatformEventOut)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;

@@ -54,18 +54,7 @@ impl Bus {
         prefix: &str,
         auth: &NatsAuth,
     ) -> Result<Self, async_nats::ConnectError> {
-        let options = async_nats::ConnectOptions::new();
-        let options = match auth {
-            NatsAuth::Url => options,
-            NatsAuth::UserPassword { user, password } => {
-                options.user_and_password(user.clone(), password.expose_secret().to_owned())
-            }
-            NatsAuth::CredentialsFile(path) => {
-                options.credentials_file(path).await.map_err(|e| {
-                    async_nats::ConnectError::with_source(async_nats::ConnectErrorKind::Io, e)
-                })?
-            }
-        };
+        let options = options(auth).await?;
         let client = options
             .name("provisioning")
             .retry_on_initial_connect()
@@ -73,6 +62,38 @@ impl Bus {
             .await?;
         Ok(Self::new(client, prefix))
     }
+
+    /// A second connection for the API's live streams: each subscription holds at most
+    /// `capacity` messages, and a slow stream loses the rest (it fills the gap from
+    /// Postgres) instead of growing without bound or holding up the JetStream consumers of
+    /// the main connection.
+    pub async fn connect_for_streams(
+        url: &str,
+        auth: &NatsAuth,
+        capacity: usize,
+    ) -> Result<async_nats::Client, async_nats::ConnectError> {
+        let options = options(auth).await?;
+        options
+            .name("provisioning-streams")
+            .subscription_capacity(capacity)
+            .retry_on_initial_connect()
+            .connect(server_urls(url))
+            .await
+    }
+}
+
+/// Connection options proving who the client is with `auth`.
+async fn options(auth: &NatsAuth) -> Result<async_nats::ConnectOptions, async_nats::ConnectError> {
+    let options = async_nats::ConnectOptions::new();
+    Ok(match auth {
+        NatsAuth::Url => options,
+        NatsAuth::UserPassword { user, password } => {
+            options.user_and_password(user.clone(), password.expose_secret().to_owned())
+        }
+        NatsAuth::CredentialsFile(path) => options.credentials_file(path).await.map_err(|e| {
+            async_nats::ConnectError::with_source(async_nats::ConnectErrorKind::Io, e)
+        })?,
+    })
 }
 
 #[cfg(test)]

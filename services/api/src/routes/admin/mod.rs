@@ -4,10 +4,12 @@
 
 mod dead_letters;
 mod providers;
+mod stream;
 mod templates;
 
 pub use dead_letters::*;
 pub use providers::*;
+pub use stream::*;
 pub use templates::*;
 
 use axum::extract::{Query, State};
@@ -29,6 +31,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(templates::router())
         .merge(dead_letters::router())
         .route("/admin/catalog/events", get(list_catalog_events))
+        .route("/admin/stream", get(stream_platform))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(
             state,
