@@ -11,6 +11,7 @@ pub mod oidc;
 mod openapi;
 pub mod policy;
 mod routes;
+mod streams;
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ pub use error::ApiError;
 use extract::{AppJson, RequestId};
 pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
 pub use openapi::ApiDoc;
+pub use streams::Hub as StreamHub;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -43,6 +45,14 @@ pub struct AppState {
     pub policies: Arc<policy::Policies>,
     /// Emails made admins at their sign-in (`PROVISIONING_BOOTSTRAP_ADMINS`, lowercased).
     pub bootstrap_admins: Arc<[String]>,
+    /// The NATS connection of the per-VM streams, whose subscriptions hold few messages
+    /// (`bus::Bus::connect_for_streams`).
+    pub stream_nats: bus::async_nats::Client,
+    /// The follower of the commit order behind the streams of many VMs.
+    pub hub: Arc<StreamHub>,
+    /// Cancelled when the process stops: the live streams end then, so that the server's
+    /// graceful shutdown does not wait for their clients.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 pub fn app(state: AppState) -> Router {

@@ -12,7 +12,7 @@ use crate::AppState;
     paths(
         health::get_health, health::get_ready, health::get_metrics,
         vms::create_vm, vms::list_vms, vms::get_vm, vms::destroy_vm,
-        vms::list_vm_events, vms::list_vm_logs, vms::stream_vm,
+        vms::list_vm_events, vms::list_vm_logs, vms::stream_vm, vms::stream_vms,
         vms::retry_vm, vms::refresh_vm, vms::list_vm_jobs, vms::get_vm_job,
         vms::list_vm_job_logs, vms::cancel_vm_job, vms::force_cancel_vm_job, vms::archive_vm,
         vms::extend_vm, vms::patch_vm, callbacks::callback,
@@ -28,9 +28,10 @@ use crate::AppState;
         auth::login, auth::callback, auth::get_auth_status, auth::logout,
         admin::list_users, admin::update_user, admin::reload_policies,
         admin::list_policy_denials,
+        admin::stream_platform,
         get_openapi,
     ),
-    components(schemas(crate::error::ErrorBody)),
+    components(schemas(crate::error::ErrorBody, admin::PlatformEventOut)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;

@@ -118,6 +118,19 @@ impl Bus {
             .await?;
         Ok(Self::new(client, prefix))
     }
+
+    /// A second connection for the API's live streams: each subscription holds at most
+    /// `capacity` messages, and a slow stream loses the rest (it fills the gap from
+    /// Postgres) instead of growing without bound or holding up the JetStream consumers of
+    /// the main connection.
+    pub async fn connect_for_streams(
+        url: &str,
+        auth: &NatsAuth,
+        capacity: usize,
+    ) -> Result<async_nats::Client, async_nats::ConnectError> {
+        let options = async_nats::ConnectOptions::new().subscription_capacity(capacity);
+        Ok(Self::connect_with(url, "", auth, options).await?.client)
+    }
 }
 
 #[cfg(test)]

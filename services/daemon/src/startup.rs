@@ -81,6 +81,10 @@ pub enum StartupError {
     },
 }
 
+/// Messages a live stream's NATS subscription holds before NATS drops the rest for it (the
+/// stream then reads them from Postgres).
+const STREAM_CAPACITY: usize = 256;
+
 pub struct Application {
     roles: Roles,
     listener: Option<TcpListener>,
@@ -222,7 +226,14 @@ impl Application {
             life.expiry_warnings.clone(),
             life.boot_timeout,
         );
+        let stream_nats =
+            bus::Bus::connect_for_streams(&config.nats_url, &bus::NatsAuth::Url, STREAM_CAPACITY)
+                .await?;
+        let cancel = CancellationToken::new();
         let state = api::AppState {
+            hub: api::StreamHub::new(pool.clone()),
+            stopping: cancel.clone(),
+            stream_nats,
             pool,
             bus,
             admin_token: admin_token.map(Arc::new),
@@ -273,7 +284,7 @@ impl Application {
             max_runners: config.max_runners,
             runner_keys,
             drift_check: config.drift_check,
-            cancel: CancellationToken::new(),
+            cancel,
         })
     }
 

@@ -51,6 +51,11 @@ impl FeedEvent {
             .map(str::to_owned)
     }
 
+    /// Whether it is an event of a VM (the `Provisioning` aggregate).
+    pub fn is_vm(&self) -> bool {
+        self.aggregate_type == Provisioning::TYPE
+    }
+
     /// The VM and its event, for an event of the `Provisioning` aggregate.
     pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, UndecodableEvent> {
         if self.aggregate_type != Provisioning::TYPE {
@@ -164,6 +169,59 @@ pub async fn read_after(
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(decode).collect())
+}
+
+/// The events after `after` up to and including `upto`, at most `limit`: what a stream
+/// missed between two places it knows are committed.
+pub async fn read_range(
+    pool: &PgPool,
+    after: Cursor,
+    upto: Cursor,
+    limit: i64,
+) -> Result<Vec<FeedEvent>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM events
+         WHERE (txid, position) > ($1::text::xid8, $2)
+           AND (txid, position) <= ($3::text::xid8, $4)
+         ORDER BY txid, position
+         LIMIT $5"
+    ))
+    .bind(after.txid.to_string())
+    .bind(after.position)
+    .bind(upto.txid.to_string())
+    .bind(upto.position)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(decode).collect())
+}
+
+/// The place of the last event below the commit horizon: where a follower that only wants
+/// what comes next starts.
+pub async fn head(pool: &PgPool) -> Result<Cursor, sqlx::Error> {
+    let horizon = horizon(pool).await?;
+    let row: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT txid::text::bigint, position FROM events
+         WHERE txid < $1::text::xid8
+         ORDER BY txid DESC, position DESC LIMIT 1",
+    )
+    .bind(horizon.to_string())
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map_or(Cursor::default(), |(txid, position)| Cursor {
+        txid,
+        position,
+    }))
+}
+
+/// The place in the commit order of the event at `position`, if there is one.
+pub async fn cursor_of(pool: &PgPool, position: i64) -> Result<Option<Cursor>, sqlx::Error> {
+    let row: Option<(i64, i64)> =
+        sqlx::query_as("SELECT txid::text::bigint, position FROM events WHERE position = $1")
+            .bind(position)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(txid, position)| Cursor { txid, position }))
 }
 
 /// One stored event, for a replay of a dead letter.

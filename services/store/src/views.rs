@@ -53,6 +53,16 @@ pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> 
         .await
 }
 
+/// The rows of `vms` that exist, in no particular order.
+pub async fn get_many(pool: &PgPool, vms: &[Uuid]) -> Result<Vec<VmRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM vm_views WHERE id = ANY($1)"
+    ))
+    .bind(vms)
+    .fetch_all(pool)
+    .await
+}
+
 /// Which VMs a list shows, and from where.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {

@@ -6,6 +6,7 @@
 //! test that checks the JSON is complete; its numbers mean little.
 
 mod app;
+mod fanout;
 mod ingest;
 mod raw;
 mod replay;
@@ -37,6 +38,9 @@ struct Sizes {
     /// VMs and events per VM added for the replay (1M events in all).
     replay_vms: i64,
     replay_per_vm: i64,
+    /// SSE clients of the fan-out, each following its own VM, and how long lines flow.
+    sse_clients: usize,
+    fanout_time: Duration,
 }
 
 const FULL: Sizes = Sizes {
@@ -48,6 +52,8 @@ const FULL: Sizes = Sizes {
     post_time: Duration::from_secs(10),
     replay_vms: 1_000,
     replay_per_vm: 1_000,
+    sse_clients: 2_000,
+    fanout_time: Duration::from_secs(10),
 };
 
 const QUICK: Sizes = Sizes {
@@ -59,10 +65,17 @@ const QUICK: Sizes = Sizes {
     post_time: Duration::from_secs(2),
     replay_vms: 100,
     replay_per_vm: 500,
+    sse_clients: 100,
+    fanout_time: Duration::from_secs(2),
 };
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    if let Ok(database_url) = std::env::var("BENCH_SERVE") {
+        // The daemon of the SSE fan-out, as a process of its own.
+        let prefix = std::env::var("BENCH_PREFIX")?;
+        return fanout::serve(&database_url, &prefix).await;
+    }
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
     let out = std::env::var("BENCH_OUT").unwrap_or_else(|_| "target/bench.json".into());
     let sizes = if quick { &QUICK } else { &FULL };
@@ -168,6 +181,22 @@ async fn run(
     let mut sse = app::line_to_sse(&pool, &bus, &address, sizes.sse_lines, 1000).await?;
     let (mut post, post_rate) = app::post_vms(&address, 50, sizes.post_time).await?;
     stop.cancel();
+    let fan = fanout::fanout(
+        &pool,
+        &bus,
+        database_url,
+        sizes.sse_clients,
+        1000,
+        sizes.fanout_time,
+    )
+    .await?;
+    let mut fan_latencies = fan.latencies;
+    println!(
+        "fan-out: {} SSE clients, {:.1} KiB each, p99 {:.1} ms",
+        fan.clients,
+        fan.memory_per_connection_kib,
+        quantile(&mut fan_latencies, 0.99)
+    );
     let command = app::command_on(&pool, long_vm, long_vm_lines + 1, 20).await?;
     figures.extend([
         Figure::below("line_to_sse_p50_ms", quantile(&mut sse, 0.5), "ms", 50.0),
@@ -176,6 +205,19 @@ async fn run(
         Figure::below("post_vms_p99_ms", quantile(&mut post, 0.99), "ms", 50.0),
         Figure::against("post_vms_per_s", post_rate, "req/s", commit).at_least(0.3),
         Figure::below("command_on_20k_events_ms", command, "ms", 20.0),
+        Figure::measured("sse_clients", fan.clients as f64, "clients"),
+        Figure::below(
+            "sse_memory_per_connection_kib",
+            fan.memory_per_connection_kib,
+            "KiB",
+            64.0,
+        ),
+        Figure::below(
+            "sse_fanout_p99_ms",
+            quantile(&mut fan_latencies, 0.99),
+            "ms",
+            100.0,
+        ),
     ]);
 
     replay::seed(&pool, sizes.replay_vms, sizes.replay_per_vm).await?;

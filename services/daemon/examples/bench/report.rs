@@ -47,6 +47,17 @@ impl Figure {
         }
     }
 
+    /// A count the others were measured with, with no ceiling or target.
+    pub fn measured(name: &'static str, value: f64, unit: &'static str) -> Self {
+        Figure {
+            name,
+            value,
+            unit,
+            ceiling: None,
+            target: Target::None,
+        }
+    }
+
     pub fn at_least(mut self, fraction: f64) -> Self {
         self.target = Target::AtLeast(fraction);
         self

@@ -1,64 +1,27 @@
 use std::time::Duration;
 
-use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::helpers::{spawn_app, TestApp};
+use crate::sse::{self, SseEvent};
 
-/// One Server-Sent Event: its id, its event name and its data.
-#[derive(Debug)]
-struct Sse {
-    id: u64,
-    event: String,
-    data: Value,
-}
-
-/// Reads SSE events until one named `until` arrives.
-async fn read_until(app: &TestApp, id: &str, last_event_id: Option<u64>, until: &str) -> Vec<Sse> {
+/// Reads a VM's stream (resumed after `last_event_id`) until an event named `until`.
+async fn read_until(
+    app: &TestApp,
+    id: &str,
+    last_event_id: Option<u64>,
+    until: &str,
+) -> Vec<SseEvent> {
     let mut request = app.get(&format!("/api/v1/vms/{id}/stream"));
     if let Some(last) = last_event_id {
         request = request.header("Last-Event-ID", last.to_string());
     }
     let response = request.send().await.unwrap();
-    assert_eq!(response.status(), 200);
     read_events(response, until).await
 }
 
-async fn read_events(response: reqwest::Response, until: &str) -> Vec<Sse> {
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut events = vec![];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let chunk = tokio::time::timeout_at(deadline, body.next())
-            .await
-            .expect("the stream went quiet")
-            .expect("the stream ended")
-            .unwrap();
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let field = |name: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(&format!("{name}:")))
-                    .map(|v| v.trim().to_owned())
-            };
-            let (Some(id), Some(event), Some(data)) = (field("id"), field("event"), field("data"))
-            else {
-                continue; // a keep-alive comment
-            };
-            let done = event == until;
-            events.push(Sse {
-                id: id.parse().unwrap(),
-                event,
-                data: serde_json::from_str(&data).unwrap(),
-            });
-            if done {
-                return events;
-            }
-        }
-    }
+async fn read_events(response: reqwest::Response, until: &str) -> Vec<SseEvent> {
+    sse::read_until(response, |e| e.event == until).await
 }
 
 #[tokio::test]
@@ -84,10 +47,10 @@ async fn an_sse_client_connected_before_the_create_sees_status_changes_and_log_l
     );
     assert!(names.contains(&"LogLine"));
     assert_eq!(names.last(), Some(&"Applied"));
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    let ids: Vec<i64> = events.iter().map(|e| e.number()).collect();
     assert_eq!(
         ids,
-        (1..=events.len() as u64).collect::<Vec<_>>(),
+        (1..=events.len() as i64).collect::<Vec<_>>(),
         "in order, none missing, none twice"
     );
     assert!(events.iter().any(|e| e.event == "LogLine"
@@ -109,7 +72,7 @@ async fn a_stream_resumed_with_last_event_id_continues_where_it_stopped() {
 
     let resumed = read_until(&app, &id, Some(3), "Applied").await;
 
-    assert_eq!(resumed.first().map(|e| e.id), Some(4));
+    assert_eq!(resumed.first().map(|e| e.number()), Some(4));
     assert_eq!(resumed.len(), all.len() - 3);
     app.assert_consumers_drained().await;
 }

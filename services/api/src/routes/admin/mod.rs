@@ -6,6 +6,7 @@ mod audit;
 mod dead_letters;
 mod policies;
 mod providers;
+mod stream;
 mod templates;
 mod users;
 
@@ -13,6 +14,7 @@ pub use audit::*;
 pub use dead_letters::*;
 pub use policies::*;
 pub use providers::*;
+pub use stream::*;
 pub use templates::*;
 pub use users::*;
 
@@ -38,6 +40,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(policies::router())
         .merge(audit::router())
         .route("/admin/catalog/events", get(list_catalog_events))
+        .route("/admin/stream", get(stream_platform))
         // A GET with a command's position shows its change.
         .route_layer(axum::middleware::from_fn_with_state(
             state,

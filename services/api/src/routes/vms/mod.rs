@@ -8,6 +8,7 @@ mod drift;
 mod expiry;
 mod history;
 mod jobs;
+mod list_stream;
 mod read;
 mod stream;
 
@@ -19,6 +20,7 @@ pub use drift::*;
 pub use expiry::*;
 pub use history::*;
 pub use jobs::*;
+pub use list_stream::*;
 pub use read::*;
 pub use stream::*;
 
@@ -44,6 +46,7 @@ use crate::{ApiError, AppState};
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/vms", get(list_vms).post(create_vm))
+        .route("/vms/stream", get(stream_vms))
         .route("/vms/{id}", get(get_vm).delete(destroy_vm).patch(patch_vm))
         .route("/vms/{id}/extend", post(extend_vm))
         .route("/vms/{id}/events", get(list_vm_events))

@@ -1,77 +1,86 @@
-//! Live events of one VM as Server-Sent Events, resumable with `Last-Event-ID`.
+//! Live events of one VM as Server-Sent Events, resumable with `Last-Event-ID` or
+//! `?since=<sequence>`.
 //!
 //! Subscribe first (to the VM's NATS subject, where the relay publishes), then send the
 //! backlog from Postgres, then the live events, dropping what was sent already. A gap in
-//! the live sequence (a missed message) is filled from Postgres, so nothing is lost and
-//! nothing is sent twice.
+//! the live sequence (a missed message: the subscription holds only a few, see
+//! `Bus::connect_for_streams`) is filled from Postgres, so nothing is lost and nothing is
+//! sent twice. A client that stops reading is cut off (see `streams::outbox`).
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use domain::provisioning::VmId;
-use futures::{Stream, StreamExt};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use futures::StreamExt;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::parse_id;
 use crate::routes::events::EventOut;
+use crate::streams::{self, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
+/// Where a stream resumes.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Since {
+    /// Resume after this id (as `Last-Event-ID` does; this wins when both are given).
+    pub since: Option<String>,
+}
+
 /// The VM's events as they are committed: `id` is the sequence, `event` the type, `data`
-/// an [`EventOut`]. Reconnect with `Last-Event-ID` to resume. The stream may be opened
-/// before the VM is created (with a client-chosen id).
+/// an [`EventOut`]. Reconnect with `Last-Event-ID` (or `?since=`) to resume. The stream may
+/// be opened before the VM is created (with a client-chosen id). A client that leaves 64
+/// events unread for 5 s gets a last `reconnect` event (its `id` the last one it got) and
+/// the stream ends.
 #[utoipa::path(get, path = "/api/v1/vms/{id}/stream", tag = "vms",
     security(("bearer" = [])),
     params(
         ("id" = String, Path, description = "VM id"),
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence"),
+        Since,
     ),
-    responses((status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream")))]
+    responses(
+        (status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream"),
+        (status = 400, description = "`since` is not a sequence", body = crate::error::ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn stream_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(since): Query<Since>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, axum::Error>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let vm = parse_id(&id)?;
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
+    let resume = streams::resume_point(&headers, since.since.as_deref());
+    let after = match &resume {
+        Some(id) => id.parse::<u64>().map_err(|_| ApiError::Invalid {
+            field: "since".into(),
+            reason: format!("{id:?} is not an event id of this stream (a sequence)"),
+        })?,
+        None => 0,
+    };
     let live = state
-        .bus
-        .client
+        .stream_nats
         .subscribe(state.bus.subjects.events_of(vm))
         .await
         .map_err(ApiError::internal)?;
-    let (tx, rx) = mpsc::channel(256);
+    let (outbox, events) = streams::outbox(resume, &state.stopping);
     tokio::spawn(async move {
-        if let Err(Stopped::Store(error)) = forward(state, vm, after, live, tx).await {
+        if let Err(Stopped::Store(error)) = forward(state, vm, after, live, outbox).await {
             tracing::warn!(%error, vm_id = %vm, "could not read the backlog; the stream ends");
         }
     });
-    // A serialization error (there is none for plain data) would end the stream.
-    let events = ReceiverStream::new(rx).map(|e: EventOut| {
-        Event::default()
-            .id(e.sequence.to_string())
-            .event(e.event_type.clone())
-            .json_data(&e)
-    });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(streams::KEEP_ALIVE))
+        .into_response())
 }
 
 /// How long a quiet stream waits before it checks the store for events it missed.
 const IDLE_CATCH_UP: Duration = Duration::from_secs(10);
-
-/// Why a stream stopped early.
-enum Stopped {
-    /// The client went away.
-    ClientGone,
-    Store(store::sqlx::Error),
-}
 
 /// Sends the backlog after `sent`, then the live events; returns `Ok` when the subscription
 /// ends.
@@ -80,13 +89,13 @@ async fn forward(
     vm: VmId,
     mut sent: u64,
     mut live: bus::async_nats::Subscriber,
-    tx: mpsc::Sender<EventOut>,
+    mut outbox: Outbox,
 ) -> Result<(), Stopped> {
-    catch_up(&state, vm, &mut sent, &tx).await?;
+    catch_up(&state, vm, &mut sent, &mut outbox).await?;
     loop {
         let message = tokio::select! {
             // The client went away: drop the subscription now, not at the next event.
-            _ = tx.closed() => return Err(Stopped::ClientGone),
+            _ = outbox.closed() => return Err(Stopped::ClientGone),
             message = tokio::time::timeout(IDLE_CATCH_UP, live.next()) => message,
         };
         let message = match message {
@@ -95,7 +104,7 @@ async fn forward(
             Err(_) => {
                 // Quiet for a while: read the store, in case the last live messages were
                 // dropped (core NATS delivers at most once to a slow subscriber).
-                catch_up(&state, vm, &mut sent, &tx).await?;
+                catch_up(&state, vm, &mut sent, &mut outbox).await?;
                 continue;
             }
         };
@@ -112,13 +121,13 @@ async fn forward(
         }
         if envelope.sequence > sent + 1 {
             // a gap: read what is missing from the store
-            catch_up(&state, vm, &mut sent, &tx).await?;
+            catch_up(&state, vm, &mut sent, &mut outbox).await?;
             if envelope.sequence <= sent {
                 continue;
             }
         }
         sent = envelope.sequence;
-        send(&tx, envelope.into()).await?;
+        send(&mut outbox, envelope.into()).await?;
     }
 }
 
@@ -127,16 +136,14 @@ async fn catch_up(
     state: &AppState,
     vm: VmId,
     sent: &mut u64,
-    tx: &mpsc::Sender<EventOut>,
+    outbox: &mut Outbox,
 ) -> Result<(), Stopped> {
     loop {
-        let events = store::vm_events(&state.pool, vm, *sent, 1000)
-            .await
-            .map_err(Stopped::Store)?;
+        let events = store::vm_events(&state.pool, vm, *sent, 1000).await?;
         let n = events.len();
         for event in events {
             *sent = event.sequence;
-            send(tx, event.into()).await?;
+            send(outbox, event.into()).await?;
         }
         if n < 1000 {
             return Ok(());
@@ -144,6 +151,11 @@ async fn catch_up(
     }
 }
 
-async fn send(tx: &mpsc::Sender<EventOut>, event: EventOut) -> Result<(), Stopped> {
-    tx.send(event).await.map_err(|_| Stopped::ClientGone)
+async fn send(outbox: &mut Outbox, event: EventOut) -> Result<(), Stopped> {
+    // A serialization error (there is none for plain data) would end the stream.
+    let data = Event::default()
+        .event(event.event_type.clone())
+        .json_data(&event)
+        .map_err(|_| Stopped::ClientGone)?;
+    outbox.send(event.sequence.to_string(), data).await
 }

@@ -1,0 +1,228 @@
+//! `GET /api/v1/admin/stream`: every event of the platform as it commits, for admins,
+//! filtered like the audit history. Follows the commit order through the stream hub; the
+//! SSE id is the event's position.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use store::feed::FeedEvent;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::streams::{self, Follower, Outbox, Stopped};
+use crate::{ApiError, AppState};
+
+/// One event of the platform, with its place in the commit order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlatformEventOut {
+    /// The event's place in the whole log; the stream's id.
+    pub position: i64,
+    /// `Provisioning` (a VM's event) or `Catalog`.
+    pub aggregate_type: String,
+    /// The VM's id, or `catalog`.
+    pub aggregate_id: String,
+    pub sequence: u64,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub recorded_at: OffsetDateTime,
+    pub actor: Option<String>,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+/// Which events a stream passes; every filter given must match.
+#[derive(Debug, Default)]
+pub struct Filter {
+    actor: Option<String>,
+    types: Vec<String>,
+    vm: Option<Uuid>,
+    provider: Option<String>,
+    from: Option<OffsetDateTime>,
+    to: Option<OffsetDateTime>,
+    exclude_logs: bool,
+    since: Option<String>,
+}
+
+/// Every event as it commits: `event` is the type, `data` a [`PlatformEventOut`], `id` the
+/// position. Filters: `actor`, `type` (repeatable), `vm`, `provider` (VM events of VMs on
+/// it), `from`/`to` (RFC 3339, on the time recorded), `exclude_logs=true`. Resume with
+/// `Last-Event-ID` or `?since=`.
+#[utoipa::path(get, path = "/api/v1/admin/stream", tag = "admin",
+    security(("bearer" = [])),
+    params(
+        ("actor" = Option<String>, Query, description = "Only events of this actor"),
+        ("type" = Option<Vec<String>>, Query, description = "Only events of these types (repeat it)"),
+        ("vm" = Option<String>, Query, description = "Only this VM's events"),
+        ("provider" = Option<String>, Query, description = "Only events of VMs on this provider"),
+        ("from" = Option<String>, Query, description = "Only events recorded at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, description = "Only events recorded at or before (RFC 3339)"),
+        ("exclude_logs" = Option<bool>, Query, description = "Leave out `LogLine` events"),
+        ("since" = Option<i64>, Query, description = "Resume after this position"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this position"),
+    ),
+    responses(
+        (status = 200, description = "text/event-stream of PlatformEventOut", content_type = "text/event-stream"),
+        (status = 422, description = "A parameter is invalid (`detail` names it)", body = crate::error::ErrorBody),
+    ))]
+#[tracing::instrument(skip_all)]
+pub async fn stream_platform(
+    State(state): State<AppState>,
+    Query(params): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let filter = Filter::parse(&params)?;
+    let resume = streams::resume_point(&headers, filter.since.as_deref());
+    let from = streams::resume_cursor(&state, resume.as_deref()).await?;
+    let follower = Follower::new(&state.hub, from).await?;
+    let (outbox, events) = streams::outbox(resume, &state.stopping);
+    tokio::spawn(async move {
+        if let Err(Stopped::Store(error)) = forward(state, filter, follower, outbox).await {
+            tracing::warn!(%error, "could not read the events; the stream ends");
+        }
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(streams::KEEP_ALIVE))
+        .into_response())
+}
+
+impl Filter {
+    fn parse(params: &[(String, String)]) -> Result<Self, ApiError> {
+        let invalid = |field: &str, reason: String| ApiError::Invalid {
+            field: field.into(),
+            reason,
+        };
+        let time = |field: &str, value: &str| {
+            OffsetDateTime::parse(value, &Rfc3339)
+                .map_err(|_| invalid(field, format!("{value:?} is not an RFC 3339 time")))
+        };
+        let mut filter = Filter::default();
+        for (name, value) in params {
+            match name.as_str() {
+                "actor" => filter.actor = Some(value.clone()),
+                "type" => filter.types.push(value.clone()),
+                "vm" => {
+                    filter.vm = Some(
+                        value
+                            .parse()
+                            .map_err(|_| invalid("vm", format!("{value:?} is not a VM id")))?,
+                    )
+                }
+                "provider" => filter.provider = Some(value.clone()),
+                "from" => filter.from = Some(time("from", value)?),
+                "to" => filter.to = Some(time("to", value)?),
+                "exclude_logs" => {
+                    filter.exclude_logs = value.parse().map_err(|_| {
+                        invalid("exclude_logs", format!("{value:?} is not true or false"))
+                    })?
+                }
+                "since" => filter.since = Some(value.clone()),
+                other => return Err(invalid(other, "is not a filter of this stream".into())),
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Whether `event` passes, the provider aside.
+    fn passes(&self, event: &FeedEvent) -> bool {
+        let vm_event = event.is_vm();
+        (self.actor.is_none() || event.actor() == self.actor)
+            && (self.types.is_empty() || self.types.contains(&event.event_type))
+            && self
+                .vm
+                .is_none_or(|vm| vm_event && event.aggregate_id == vm.to_string())
+            && (self.provider.is_none() || vm_event)
+            && self.from.is_none_or(|from| event.recorded_at >= from)
+            && self.to.is_none_or(|to| event.recorded_at <= to)
+            && !(self.exclude_logs && event.event_type == "LogLine")
+    }
+}
+
+async fn forward(
+    state: AppState,
+    filter: Filter,
+    mut follower: Follower,
+    mut outbox: Outbox,
+) -> Result<(), Stopped> {
+    // The provider of each VM seen, for the `provider` filter.
+    let mut providers: HashMap<String, String> = HashMap::new();
+    loop {
+        let events = tokio::select! {
+            _ = outbox.closed() => return Err(Stopped::ClientGone),
+            events = follower.next() => events,
+        };
+        let Some(events) = events else { return Ok(()) };
+        let events: Vec<FeedEvent> = events?.into_iter().filter(|e| filter.passes(e)).collect();
+        if let Some(provider) = &filter.provider {
+            learn_providers(&state, &events, &mut providers).await?;
+            for event in events
+                .into_iter()
+                .filter(|e| providers.get(&e.aggregate_id) == Some(provider))
+            {
+                send(&mut outbox, event).await?;
+            }
+        } else {
+            for event in events {
+                send(&mut outbox, event).await?;
+            }
+        }
+    }
+}
+
+async fn learn_providers(
+    state: &AppState,
+    events: &[FeedEvent],
+    providers: &mut HashMap<String, String>,
+) -> Result<(), Stopped> {
+    // A VM requested in these events may not be in the read model yet: its request names it.
+    for event in events.iter().filter(|e| e.event_type == "Requested") {
+        if let Some(provider) = event
+            .payload
+            .pointer("/data/spec/provider")
+            .and_then(|p| p.as_str())
+        {
+            providers.insert(event.aggregate_id.clone(), provider.to_owned());
+        }
+    }
+    let unknown: Vec<Uuid> = events
+        .iter()
+        .filter(|e| !providers.contains_key(&e.aggregate_id))
+        .filter_map(|e| e.aggregate_id.parse().ok())
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    for row in store::views::get_many(&state.pool, &unknown).await? {
+        providers.insert(row.id.to_string(), row.provider);
+    }
+    Ok(())
+}
+
+async fn send(outbox: &mut Outbox, event: FeedEvent) -> Result<(), Stopped> {
+    let out = PlatformEventOut {
+        position: event.cursor.position,
+        actor: event.actor(),
+        data: event
+            .payload
+            .get("data")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null),
+        aggregate_type: event.aggregate_type,
+        aggregate_id: event.aggregate_id,
+        sequence: event.sequence,
+        event_type: event.event_type,
+        recorded_at: event.recorded_at,
+    };
+    let data = Event::default()
+        .event(out.event_type.clone())
+        .json_data(&out)
+        .map_err(|_| Stopped::ClientGone)?;
+    outbox.send(out.position.to_string(), data).await
+}
