@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use daemon::Roles;
+use domain::identity::Role;
 use domain::provisioning::*;
 use serde_json::json;
 use store::{Actor, Metadata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{spawn_app, spawn_app_with, vm_spec, TestApp};
+use crate::helpers::{spawn_app, spawn_app_with, vm_request, vm_spec, TestApp};
 use crate::sse::{self, SseEvent};
 
 /// The positions of every event, in commit order: what a stream of everything must send.
@@ -269,4 +270,27 @@ async fn a_quiet_stream_gets_a_keep_alive_comment_within_15_seconds() {
         .unwrap();
     assert!(String::from_utf8_lossy(&chunk).starts_with(':'));
     assert!(started.elapsed() >= Duration::from_secs(14));
+}
+
+#[tokio::test]
+async fn a_users_list_stream_shows_their_own_vms_and_not_anothers() {
+    let app = spawn_app().await;
+    let ada = app.user("ada@example.org", Role::User).await;
+    let bob = app.user("bob@example.org", Role::User).await;
+    let stream = ada.send("GET", "/api/v1/vms/stream", None).await;
+    // Bob's VM commits first: a stream that let it through would show it before Ada's.
+    let bobs: serde_json::Value = bob
+        .json("POST", "/api/v1/vms", Some(&vm_request(json!({"name": "bobs"}))), 202)
+        .await;
+    let adas: serde_json::Value = ada
+        .json("POST", "/api/v1/vms", Some(&vm_request(json!({"name": "adas"}))), 202)
+        .await;
+    let rows = sse::read_until(stream, |e| {
+        e.data["id"] == adas["id"] && e.data["status"] == "provisioned"
+    })
+    .await;
+    assert!(rows.iter().all(|e| e.data["id"] == adas["id"]), "{rows:?}");
+    assert_ne!(bobs["id"], adas["id"]);
+    let refused = ada.send("GET", "/api/v1/admin/stream", None).await;
+    assert_eq!(refused.status(), 403);
 }

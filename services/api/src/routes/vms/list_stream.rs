@@ -10,14 +10,17 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use domain::identity::UserId;
 use store::feed::{Cursor, FeedEvent};
 use uuid::Uuid;
 
 use super::{Since, VmOut};
+use crate::auth::Principal;
 use crate::streams::{self, Follower, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
-/// Every VM's row after each change: `event` is `vm`, `data` a [`VmOut`], `id` the position
+/// Every VM's row after each change, of the VMs the caller may see (their own; all for
+/// admins): `event` is `vm`, `data` a [`VmOut`], `id` the position
 /// of the change. Open it before reading `GET /vms`, so no change falls between the two;
 /// a row may come again with nothing new (the read model moved on already). A client that
 /// leaves 64 rows unread for 5 s gets a last `reconnect` event and the stream ends.
@@ -34,6 +37,7 @@ use crate::{ApiError, AppState};
 #[tracing::instrument(skip_all)]
 pub async fn stream_vms(
     State(state): State<AppState>,
+    principal: Principal,
     Query(since): Query<Since>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -42,7 +46,7 @@ pub async fn stream_vms(
     let follower = Follower::new(&state.hub, from).await?;
     let (outbox, rows) = streams::outbox(resume, &state.stopping);
     tokio::spawn(async move {
-        if let Err(Stopped::Store(error)) = forward(state, follower, outbox).await {
+        if let Err(Stopped::Store(error)) = forward(state, principal, follower, outbox).await {
             tracing::warn!(%error, "could not read the VMs; the stream ends");
         }
     });
@@ -53,6 +57,7 @@ pub async fn stream_vms(
 
 async fn forward(
     state: AppState,
+    principal: Principal,
     mut follower: Follower,
     mut outbox: Outbox,
 ) -> Result<(), Stopped> {
@@ -67,6 +72,9 @@ async fn forward(
             continue;
         }
         for (position, row) in rows(&state, &changed).await? {
+            if !principal.may_see(&UserId::new(row.owner)) {
+                continue;
+            }
             let data = Event::default()
                 .event("vm")
                 .json_data(&row)
