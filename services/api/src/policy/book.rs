@@ -91,6 +91,10 @@ impl PolicyBook {
         self.count
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// Whether `who` may request a VM of `template` for `hours`.
     pub fn may_create(
         &self,
@@ -221,7 +225,7 @@ impl PolicyBook {
             tracing::warn!(error = %error, "a policy failed to evaluate");
         }
         let mut reasons: Vec<PolicyId> = response.diagnostics().reason().cloned().collect();
-        reasons.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+        reasons.sort_by_key(|id| id.to_string());
         (response.decision(), reasons)
     }
 }

@@ -231,6 +231,12 @@ impl Daemon {
         self.start_as("run").await;
     }
 
+    /// Sends SIGHUP to the daemon: it reloads its policies.
+    pub fn hangup(&self) {
+        let child = self.child.as_ref().expect("the daemon runs");
+        signal("HUP", child.id() as i32);
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child
             .as_mut()

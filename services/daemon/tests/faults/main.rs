@@ -29,6 +29,7 @@ mod wrapper;
 mod kill;
 mod nats_cluster;
 mod nats_restart;
+mod policy_reload;
 mod postgres_cut;
 mod runner_kill;
 mod two_daemons;

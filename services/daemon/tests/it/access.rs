@@ -354,6 +354,7 @@ async fn another_users_vm_is_not_found_on_read_destroy_and_stream() {
         .to_str()
         .unwrap()
         .starts_with("text/event-stream"));
+    drop(stream);
     // Bob's destroy did nothing.
     let got: Value = ada
         .json("GET", &format!("/api/v1/vms/{id}"), None, 200)

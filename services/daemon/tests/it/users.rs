@@ -10,7 +10,6 @@ use crate::helpers::{expect_json, TestApp};
 /// A user and their personal API token.
 pub struct Caller {
     pub id: String,
-    pub email: String,
     pub token: String,
     address: String,
     client: reqwest::Client,
@@ -54,7 +53,6 @@ impl TestApp {
         .unwrap();
         let mut caller = Caller {
             id: user.id.to_string(),
-            email: email.into(),
             token: first,
             address: self.address.clone(),
             client: self.client.clone(),
@@ -75,7 +73,6 @@ impl TestApp {
     pub fn with_token(&self, token: &str) -> Caller {
         Caller {
             id: String::new(),
-            email: String::new(),
             token: token.into(),
             address: self.address.clone(),
             client: self.client.clone(),
