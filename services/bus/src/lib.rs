@@ -23,7 +23,7 @@ pub use messages::{
 };
 pub use publisher::{signed, Publisher, SendError};
 pub use signing::{JobKey, RunnerKeys, SignatureError, MIN_MASTER_LEN, SIGNATURE_HEADER};
-pub use subjects::Subjects;
+pub use subjects::{provider_token, Subjects, ALL_PROVIDERS};
 
 /// A connection to NATS with the subject prefix of this deployment (or of one test).
 #[derive(Clone)]

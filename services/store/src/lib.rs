@@ -17,12 +17,12 @@ pub mod lease;
 pub mod life;
 pub mod liveness;
 pub mod projected;
-pub mod sessions;
 pub mod runner_keys;
+pub mod sessions;
 pub mod ssh_keys;
 mod together;
-pub mod users;
 pub mod upcast;
+pub mod users;
 pub mod views;
 
 pub use command::{

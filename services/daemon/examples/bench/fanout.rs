@@ -81,6 +81,11 @@ pub async fn fanout(
     // The streams sent their backlog; now the lines, spread over the VMs.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut peak = rss_kib(pid)?;
+    let keys = crate::ingest::keys(pool).await?;
+    let keys: Vec<_> = vms
+        .iter()
+        .map(|vm| keys.for_job(*vm, JobId::FIRST))
+        .collect();
     let mut publisher = Publisher::new(bus.jetstream.clone(), 200);
     let period = Duration::from_secs(1) / rate;
     let total = (time.as_secs_f64() * f64::from(rate)) as usize;
@@ -88,8 +93,9 @@ pub async fn fanout(
     for n in 0..total {
         tokio::time::sleep_until((start + period * n as u32).into()).await;
         let vm = vms[n % clients];
+        let line = stamped_line(vm, (n / clients) as u32 + 1);
         publisher
-            .publish_runner(&bus.subjects, &stamped_line(vm, (n / clients) as u32 + 1))
+            .publish_runner(&bus.subjects, &keys[n % clients], &line)
             .await?;
         if n % 500 == 0 {
             peak = peak.max(rss_kib(pid)?);

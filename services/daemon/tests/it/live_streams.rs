@@ -280,10 +280,20 @@ async fn a_users_list_stream_shows_their_own_vms_and_not_anothers() {
     let stream = ada.send("GET", "/api/v1/vms/stream", None).await;
     // Bob's VM commits first: a stream that let it through would show it before Ada's.
     let bobs: serde_json::Value = bob
-        .json("POST", "/api/v1/vms", Some(&vm_request(json!({"name": "bobs"}))), 202)
+        .json(
+            "POST",
+            "/api/v1/vms",
+            Some(&vm_request(json!({"name": "bobs"}))),
+            202,
+        )
         .await;
     let adas: serde_json::Value = ada
-        .json("POST", "/api/v1/vms", Some(&vm_request(json!({"name": "adas"}))), 202)
+        .json(
+            "POST",
+            "/api/v1/vms",
+            Some(&vm_request(json!({"name": "adas"}))),
+            202,
+        )
         .await;
     let rows = sse::read_until(stream, |e| {
         e.data["id"] == adas["id"] && e.data["status"] == "provisioned"

@@ -108,9 +108,11 @@ async fn the_runner_user_may_report_and_ask_about_its_job_and_read_or_publish_no
     }
     runner.client.flush().await.unwrap();
     daemon.client.flush().await.unwrap();
-    let event = daemon
-        .subjects
-        .event("Provisioning", &vm.to_string(), "Applied");
+    let event = daemon.subjects.vm_event(
+        &ProviderId::parse("local").unwrap(),
+        &vm.to_string(),
+        "Applied",
+    );
     daemon
         .jetstream
         .publish(event, "{}".into())
@@ -140,9 +142,11 @@ async fn the_runner_user_may_report_and_ask_about_its_job_and_read_or_publish_no
         )
     };
     let before = stored().await;
-    let forged_event = runner
-        .subjects
-        .event("Provisioning", &vm.to_string(), "Destroyed");
+    let forged_event = runner.subjects.vm_event(
+        &ProviderId::parse("local").unwrap(),
+        &vm.to_string(),
+        "Destroyed",
+    );
     let forged_job = runner.subjects.job(&ProviderId::parse("local").unwrap());
     for subject in [forged_event, forged_job] {
         let sent = runner.jetstream.publish(subject, "{}".into()).await;
