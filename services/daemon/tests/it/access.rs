@@ -36,11 +36,17 @@ enum Rule {
     Admin,
 }
 
-/// Routes that take no bearer token: health checks and the VMs' callbacks (signed URLs).
+/// Routes that take no bearer token: health checks and metrics, the VMs' callbacks (signed
+/// URLs), and the browser sign-in (tested in `oidc_login`).
 const PUBLIC: &[&str] = &[
     "GET /healthz",
     "GET /readyz",
+    "GET /metrics",
     "POST /api/v1/callbacks/{token}",
+    "GET /api/v1/auth/login",
+    "GET /api/v1/auth/callback",
+    "GET /api/v1/auth/status",
+    "POST /api/v1/auth/logout",
 ];
 
 struct Route {
@@ -165,6 +171,8 @@ fn routes() -> Vec<Route> {
             Some(json!({})),
         ),
         r("GET", "/api/v1/admin/stream", Admin, None),
+        r("GET", "/api/v1/audit", Admin, None),
+        r("GET", "/api/v1/audit/export", Admin, None),
         r("GET", "/api/v1/admin/users", Admin, None),
         r("PATCH", "/api/v1/admin/users/{id}", Admin, Some(json!({}))),
         r("POST", "/api/v1/admin/policies/reload", Admin, None),
