@@ -94,12 +94,17 @@ pub async fn replay(pool: &PgPool, scope: Scope) -> Result<Replayed, ProjectorEr
     loop {
         let target = feed::load_checkpoint(pool, CHECKPOINT).await?;
         let before = events;
-        while cursor < target {
-            let mut tx = pool.begin().await?;
-            let (n, last) = fold_until(&mut tx, pool, cursor, target, scope).await?;
-            tx.commit().await?;
-            events += n;
+        // The next page is read while the current one is folded and written.
+        let mut page = read_until(pool, cursor, target).await?;
+        while let Some(last) = page.last().map(|e| e.cursor) {
+            let (folded, next) = tokio::join!(
+                fold_page(pool, &page, scope),
+                read_until(pool, last, target)
+            );
+            folded?;
+            events += page.len();
             cursor = last;
+            page = next?;
         }
         if events - before < BATCH as usize {
             break;
@@ -169,6 +174,30 @@ async fn create_fresh_tables(pool: &PgPool, tables: &[&str]) -> Result<(), sqlx:
     tx.commit().await
 }
 
+/// The events after `after` up to `until`, at most a batch.
+async fn read_until(
+    pool: &PgPool,
+    after: Cursor,
+    until: Cursor,
+) -> Result<Vec<FeedEvent>, sqlx::Error> {
+    if after >= until {
+        return Ok(vec![]);
+    }
+    let mut events = feed::read_after(pool, after, BATCH).await?;
+    events.retain(|e| e.cursor <= until);
+    Ok(events)
+}
+
+/// Folds `events` into the fresh tables in a transaction of their own.
+async fn fold_page(pool: &PgPool, events: &[FeedEvent], scope: Scope) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(&format!("SET LOCAL search_path = {SCHEMA}, public"))
+        .execute(&mut *tx)
+        .await?;
+    fold(&mut tx, events, scope, None).await?;
+    tx.commit().await
+}
+
 /// Folds the events after `after` up to `until` (at most a batch) into the fresh tables,
 /// in `tx`; how many it read and the cursor of the last.
 async fn fold_until(
@@ -178,8 +207,7 @@ async fn fold_until(
     until: Cursor,
     scope: Scope,
 ) -> Result<(usize, Cursor), sqlx::Error> {
-    let mut events: Vec<FeedEvent> = feed::read_after(pool, after, BATCH).await?;
-    events.retain(|e| e.cursor <= until);
+    let events = read_until(pool, after, until).await?;
     let Some(last) = events.last().map(|e| e.cursor) else {
         // Nothing (left) below the checkpoint: positions up to it held no events.
         return Ok((0, until));
