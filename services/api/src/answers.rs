@@ -51,9 +51,25 @@ impl Answered {
     }
 }
 
+/// `value` with the keys of every object sorted.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 impl IntoResponse for Answered {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(self.body)).into_response();
+        // Keys in one order (sorted), whether the body is fresh or read back from Postgres
+        // (whose jsonb keeps its own order): a replayed answer is the same bytes.
+        let mut response = (self.status, Json(sorted(self.body))).into_response();
         if let Some(position) = self.position {
             response
                 .headers_mut()
