@@ -1,6 +1,7 @@
-//! How a client proves who it is to NATS besides a URL's `user:password@`: runner Jobs
-//! connect as their own NATS user, whose password or credentials file comes from a
-//! Kubernetes Secret, so that the daemon's URL and its credentials stay with the daemon.
+//! How a client proves who it is to NATS: a URL's `user:password@` (which the client does
+//! not read by itself), or, for runners, their own NATS user, whose password or credentials
+//! file comes from a Kubernetes Secret or the dispatcher, so that the daemon's URL and its
+//! credentials stay with the daemon.
 
 use std::path::PathBuf;
 

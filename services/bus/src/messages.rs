@@ -35,8 +35,8 @@ pub struct EventEnvelope {
     #[serde(with = "time::serde::rfc3339")]
     pub recorded_at: OffsetDateTime,
     pub actor: Option<String>,
-    /// The request (its `X-Request-ID`, or one given to it) or the job whose command
-    /// recorded the event.
+    /// The request whose command recorded the event (its `X-Request-ID`, or the id the
+    /// API gave it); the VM id for what runners report.
     #[serde(default)]
     pub correlation_id: Option<String>,
     pub data: serde_json::Value,

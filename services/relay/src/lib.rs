@@ -78,6 +78,8 @@ pub async fn publish<'a>(
     let providers = envelope::providers(pool, events).await?;
     let mut publisher = Publisher::new(bus.jetstream.clone(), ACK_WINDOW);
     let mut poison = vec![];
+    // The type of each event published, as its subject names it (the current name).
+    let mut published = vec![];
     for event in events {
         let (envelope, job) = match envelope::messages(&bus.subjects, event, &providers) {
             Ok(messages) => messages,
@@ -99,6 +101,7 @@ pub async fn publish<'a>(
             ));
             continue;
         }
+        published.push(envelope.0.rsplit('.').next().unwrap_or_default().to_owned());
         for (subject, message_id, payload) in [Some(envelope), job].into_iter().flatten() {
             publisher
                 .publish(subject, &message_id, payload.into())
@@ -108,13 +111,8 @@ pub async fn publish<'a>(
     }
     publisher.flush().await.map_err(SendError::from)?;
     let metrics = telemetry::metrics();
-    for event in events {
-        if !poison
-            .iter()
-            .any(|(parked, _)| std::ptr::eq(*parked, event))
-        {
-            metrics.count_event(false, &event.event_type);
-        }
+    for event_type in &published {
+        metrics.count_event(false, event_type);
     }
     Ok(poison)
 }
