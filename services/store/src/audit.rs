@@ -31,6 +31,22 @@ pub struct AuditFilter {
     pub exclude_logs: bool,
 }
 
+impl AuditFilter {
+    /// Whether a followed event passes, its provider aside (the caller knows the VMs'
+    /// providers): the same selection as a page's query, for the live stream of events.
+    pub fn matches(&self, event: &crate::feed::FeedEvent) -> bool {
+        (self.actor.is_none() || event.actor() == self.actor)
+            && (self.types.is_empty() || self.types.contains(&event.event_type))
+            && self
+                .vm
+                .is_none_or(|vm| event.is_vm() && event.aggregate_id == vm.to_string())
+            && (self.provider.is_none() || event.is_vm())
+            && self.from.is_none_or(|from| event.recorded_at >= from)
+            && self.to.is_none_or(|to| event.recorded_at < to)
+            && !(self.exclude_logs && event.event_type == "LogLine")
+    }
+}
+
 /// Where a page starts.
 #[derive(Debug, Clone, Copy)]
 pub enum Start {

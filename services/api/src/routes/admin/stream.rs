@@ -9,12 +9,13 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use store::audit::AuditFilter;
 use store::feed::FeedEvent;
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::audit::audit_query;
 use crate::streams::{self, Follower, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
@@ -38,22 +39,9 @@ pub struct PlatformEventOut {
     pub data: serde_json::Value,
 }
 
-/// Which events a stream passes; every filter given must match.
-#[derive(Debug, Default)]
-pub struct Filter {
-    actor: Option<String>,
-    types: Vec<String>,
-    vm: Option<Uuid>,
-    provider: Option<String>,
-    from: Option<OffsetDateTime>,
-    to: Option<OffsetDateTime>,
-    exclude_logs: bool,
-    since: Option<String>,
-}
-
 /// Every event as it commits: `event` is the type, `data` a [`PlatformEventOut`], `id` the
 /// position. Filters: `actor`, `type` (repeatable), `vm`, `provider` (VM events of VMs on
-/// it), `from`/`to` (RFC 3339, on the time recorded), `exclude_logs=true`. Resume with
+/// it), `from`/`to` (RFC 3339: recorded at or after `from`, before `to`), as the audit history takes them, `exclude_logs=true`. Resume with
 /// `Last-Event-ID` or `?since=`.
 #[utoipa::path(get, path = "/api/v1/admin/stream", tag = "admin",
     security(("bearer" = [])),
@@ -63,7 +51,7 @@ pub struct Filter {
         ("vm" = Option<String>, Query, description = "Only this VM's events"),
         ("provider" = Option<String>, Query, description = "Only events of VMs on this provider"),
         ("from" = Option<String>, Query, description = "Only events recorded at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Only events recorded at or before (RFC 3339)"),
+        ("to" = Option<String>, Query, description = "Only events recorded before (RFC 3339)"),
         ("exclude_logs" = Option<bool>, Query, description = "Leave out `LogLine` events"),
         ("since" = Option<i64>, Query, description = "Resume after this position"),
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this position"),
@@ -78,8 +66,8 @@ pub async fn stream_platform(
     Query(params): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let filter = Filter::parse(&params)?;
-    let resume = streams::resume_point(&headers, filter.since.as_deref());
+    let (filter, since) = stream_filter(&params)?;
+    let resume = streams::resume_point(&headers, since.as_deref());
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
     let (outbox, events) = streams::outbox(resume, &state.stopping);
@@ -93,61 +81,29 @@ pub async fn stream_platform(
         .into_response())
 }
 
-impl Filter {
-    fn parse(params: &[(String, String)]) -> Result<Self, ApiError> {
-        let invalid = |field: &str, reason: String| ApiError::Invalid {
-            field: field.into(),
-            reason,
-        };
-        let time = |field: &str, value: &str| {
-            OffsetDateTime::parse(value, &Rfc3339)
-                .map_err(|_| invalid(field, format!("{value:?} is not an RFC 3339 time")))
-        };
-        let mut filter = Filter::default();
-        for (name, value) in params {
-            match name.as_str() {
-                "actor" => filter.actor = Some(value.clone()),
-                "type" => filter.types.push(value.clone()),
-                "vm" => {
-                    filter.vm = Some(
-                        value
-                            .parse()
-                            .map_err(|_| invalid("vm", format!("{value:?} is not a VM id")))?,
-                    )
-                }
-                "provider" => filter.provider = Some(value.clone()),
-                "from" => filter.from = Some(time("from", value)?),
-                "to" => filter.to = Some(time("to", value)?),
-                "exclude_logs" => {
-                    filter.exclude_logs = value.parse().map_err(|_| {
-                        invalid("exclude_logs", format!("{value:?} is not true or false"))
-                    })?
-                }
-                "since" => filter.since = Some(value.clone()),
-                other => return Err(invalid(other, "is not a filter of this stream".into())),
+/// The audit history's filters, and where the stream resumes: `since`, which the audit
+/// history does not take (nor its paging, `after` and `limit`).
+fn stream_filter(params: &[(String, String)]) -> Result<(AuditFilter, Option<String>), ApiError> {
+    let mut since = None;
+    let mut filters = vec![];
+    for (name, value) in params {
+        match name.as_str() {
+            "since" => since = Some(value.clone()),
+            "after" | "limit" => {
+                return Err(ApiError::Invalid {
+                    field: name.clone(),
+                    reason: "is not a parameter of this stream (resume it with since)".into(),
+                })
             }
+            _ => filters.push((name.clone(), value.clone())),
         }
-        Ok(filter)
     }
-
-    /// Whether `event` passes, the provider aside.
-    fn passes(&self, event: &FeedEvent) -> bool {
-        let vm_event = event.is_vm();
-        (self.actor.is_none() || event.actor() == self.actor)
-            && (self.types.is_empty() || self.types.contains(&event.event_type))
-            && self
-                .vm
-                .is_none_or(|vm| vm_event && event.aggregate_id == vm.to_string())
-            && (self.provider.is_none() || vm_event)
-            && self.from.is_none_or(|from| event.recorded_at >= from)
-            && self.to.is_none_or(|to| event.recorded_at <= to)
-            && !(self.exclude_logs && event.event_type == "LogLine")
-    }
+    Ok((audit_query(&filters, true)?.filter, since))
 }
 
 async fn forward(
     state: AppState,
-    filter: Filter,
+    filter: AuditFilter,
     mut follower: Follower,
     mut outbox: Outbox,
 ) -> Result<(), Stopped> {
@@ -159,13 +115,12 @@ async fn forward(
             events = follower.next() => events,
         };
         let Some(events) = events else { return Ok(()) };
-        let events: Vec<FeedEvent> = events?.into_iter().filter(|e| filter.passes(e)).collect();
+        let events: Vec<FeedEvent> = events?.into_iter().filter(|e| filter.matches(e)).collect();
         if let Some(provider) = &filter.provider {
             learn_providers(&state, &events, &mut providers).await?;
-            for event in events
-                .into_iter()
-                .filter(|e| providers.get(&e.aggregate_id) == Some(provider))
-            {
+            for event in events.into_iter().filter(|e| {
+                providers.get(&e.aggregate_id).map(String::as_str) == Some(provider.as_str())
+            }) {
                 send(&mut outbox, event).await?;
             }
         } else {
