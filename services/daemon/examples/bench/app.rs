@@ -142,6 +142,28 @@ pub async fn post_vms(
     Ok((all, rate))
 }
 
+/// A VM whose first job has `lines` Terraform lines, recorded a thousand at a time.
+pub async fn long_vm(pool: &PgPool, lines: u32) -> Result<VmId, Error> {
+    let vm = crate::ingest::vms_with_jobs(pool, 1).await?[0];
+    let meta = Metadata::new(store::Actor::Runner, vm.to_string());
+    for first in (1..=lines).step_by(1000) {
+        let lines = (first..(first + 1000).min(lines + 1))
+            .map(|line| LogLineIn {
+                line,
+                level: "info".into(),
+                kind: "apply_progress".into(),
+                message: format!("aws_instance.vm: Still creating... [{line}s elapsed]"),
+            })
+            .collect();
+        let command = ProvisioningCommand::RecordLogs {
+            job_id: JobId::FIRST,
+            lines,
+        };
+        store::execute::<Provisioning>(pool, vm, command, &meta).await?;
+    }
+    Ok(vm)
+}
+
 /// Milliseconds one command takes on `vm` (load, decide, commit one more line), the mean of
 /// `runs`; `next` is the VM's next line number.
 pub async fn command_on(pool: &PgPool, vm: VmId, next: u32, runs: u32) -> Result<f64, Error> {

@@ -3,7 +3,8 @@
 //! this run (see issue 10 and docs/performance.md). Prints a table with PASS or MISS beside
 //! each target and writes the figures as JSON to `BENCH_OUT` (default
 //! `target/bench.json`). `BENCH_QUICK=1` runs a small version in about a minute, for the
-//! test that checks the JSON is complete; its numbers mean little.
+//! test that checks the JSON is complete; its numbers mean little. `BENCH_ONLY=ingest,app,
+//! replay` (any of them) runs only those phases, beside the ceilings.
 
 mod app;
 mod fanout;
@@ -28,8 +29,7 @@ pub const SSH_KEY: &str =
 struct Sizes {
     raw_messages: usize,
     raw_time: Duration,
-    /// Lines of the one job of `ingest_lines_per_s_jobs_1`: the VM `command_on_20k_events`
-    /// runs on.
+    /// Lines of the one job of `ingest_lines_per_s_jobs_1`.
     one_job_lines: u32,
     /// Lines of all jobs together, for 10 and 100 jobs.
     many_jobs_lines: u32,
@@ -145,6 +145,36 @@ async fn run(
         Figure::ceiling("raw_postgres_batch_rows_per_s", batch, "rows/s"),
     ];
 
+    if runs("ingest") {
+        figures.extend(ingest_figures(&pool, &bus, sizes, js).await?);
+    }
+    if runs("app") {
+        figures.extend(app_figures(&pool, &bus, database_url, prefix, sizes, commit).await?);
+    }
+    if runs("replay") {
+        figures.extend(replay_figures(&pool, sizes).await?);
+    }
+    pool.close().await;
+    Ok((machine, figures))
+}
+
+/// Whether the phase `name` runs: every phase unless `BENCH_ONLY` names some (`ingest`,
+/// `app`, `replay`, separated by commas), for a look at one part.
+fn runs(name: &str) -> bool {
+    match std::env::var("BENCH_ONLY") {
+        Ok(only) if !only.trim().is_empty() => only.split(',').any(|p| p.trim() == name),
+        _ => true,
+    }
+}
+
+/// Terraform lines from runners to committed events and on to the events stream.
+async fn ingest_figures(
+    pool: &store::PgPool,
+    bus: &Bus,
+    sizes: &Sizes,
+    js: f64,
+) -> Result<Vec<Figure>, Error> {
+    let (pool, bus) = (pool.clone(), bus.clone());
     let cancel = CancellationToken::new();
     let ingester = ingester::Ingester {
         bus: bus.clone(),
@@ -152,9 +182,7 @@ async fn run(
         keys: ingest::keys(&pool).await?,
     };
     let ingesting = tokio::spawn(ingester.run(cancel.clone()));
-    let long_vm_lines = sizes.one_job_lines;
-    let jobs_1 = ingest::ingest(&pool, &bus, 1, long_vm_lines).await?;
-    let long_vm = last_vm(&pool).await?;
+    let jobs_1 = ingest::ingest(&pool, &bus, 1, sizes.one_job_lines).await?;
     let jobs_10 = ingest::ingest(&pool, &bus, 10, sizes.many_jobs_lines / 10).await?;
     let jobs_100 = ingest::ingest(&pool, &bus, 100, sizes.many_jobs_lines / 100).await?;
     println!("ingest: {jobs_1:.0}, {jobs_10:.0}, {jobs_100:.0} lines/s with 1, 10, 100 jobs");
@@ -166,14 +194,25 @@ async fn run(
     cancel.cancel();
     ingesting.await?;
     relaying.await?;
-    figures.extend([
+    Ok(vec![
         Figure::against("ingest_lines_per_s_jobs_1", jobs_1, "lines/s", js),
         Figure::against("ingest_lines_per_s_jobs_10", jobs_10, "lines/s", js).at_least(0.3),
         Figure::against("ingest_lines_per_s_jobs_100", jobs_100, "lines/s", js),
         Figure::against("pipeline_lines_per_s_jobs_10", pipeline, "lines/s", js).at_least(0.25),
         Figure::against("relay_events_per_s", relay, "events/s", js).at_least(0.5),
-    ]);
+    ])
+}
 
+/// What a user of the program sees: a line's way to an SSE client, creates under load, a
+/// command on a long VM, and many SSE clients at once.
+async fn app_figures(
+    pool: &store::PgPool,
+    bus: &Bus,
+    database_url: &str,
+    prefix: &str,
+    sizes: &Sizes,
+    commit: f64,
+) -> Result<Vec<Figure>, Error> {
     // The projector catches up before the program starts, so it does not weigh on the
     // latencies below with the backlog of the runs above.
     while projector::pass(&pool).await? > 0 {}
@@ -197,8 +236,9 @@ async fn run(
         fan.memory_per_connection_kib,
         quantile(&mut fan_latencies, 0.99)
     );
-    let command = app::command_on(&pool, long_vm, long_vm_lines + 1, 20).await?;
-    figures.extend([
+    let long_vm = app::long_vm(pool, 20_000).await?;
+    let command = app::command_on(pool, long_vm, 20_001, 20).await?;
+    Ok(vec![
         Figure::below("line_to_sse_p50_ms", quantile(&mut sse, 0.5), "ms", 50.0),
         Figure::below("line_to_sse_p99_ms", quantile(&mut sse, 0.99), "ms", 50.0),
         Figure::below("post_vms_p50_ms", quantile(&mut post, 0.5), "ms", 50.0),
@@ -218,29 +258,20 @@ async fn run(
             "ms",
             100.0,
         ),
-    ]);
+    ])
+}
 
+/// A rebuild of every read model beside a plain read of the events table.
+async fn replay_figures(pool: &store::PgPool, sizes: &Sizes) -> Result<Vec<Figure>, Error> {
     replay::seed(&pool, sizes.replay_vms, sizes.replay_per_vm).await?;
     let (read, rows) = replay::seq_read(&pool).await?;
     println!("sequential read: {read:.0} events/s ({rows} events)");
     let replayed = replay::replay(&pool).await?;
     println!("replay: {replayed:.0} events/s");
-    figures.extend([
+    Ok(vec![
         Figure::ceiling("events_seq_read_per_s", read, "events/s"),
         Figure::against("replay_events_per_s", replayed, "events/s", read).at_least(0.5),
-    ]);
-    pool.close().await;
-    Ok((machine, figures))
-}
-
-/// The VM of the 1-job run: the one with the most events.
-async fn last_vm(pool: &store::PgPool) -> Result<VmId, Error> {
-    let id: String = store::sqlx::query_scalar(
-        "SELECT aggregate_id FROM events GROUP BY aggregate_id ORDER BY count(*) DESC LIMIT 1",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(id.parse()?)
+    ])
 }
 
 pub fn spec() -> VmSpec {
