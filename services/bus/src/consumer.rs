@@ -67,7 +67,9 @@ where
                 give_back(&mut batches, durable).await;
                 return Ok(());
             }
-            b = batches.next() => b,
+            // Without the task's cooperative budget, which would end a batch at 128
+            // messages however many have arrived.
+            b = tokio::task::unconstrained(batches.next()) => b,
         };
         // The stream ends on an error it cannot go on from: connect again.
         let Some(batch) = batch else { return Ok(()) };

@@ -359,11 +359,11 @@ impl Application {
             );
         }
         if self.roles.ingester {
-            let ingester = Ingester {
-                bus: state.bus.clone(),
-                pool: state.pool.clone(),
-                keys: self.runner_keys.clone(),
-            };
+            let ingester = Ingester::new(
+                state.bus.clone(),
+                state.pool.clone(),
+                self.runner_keys.clone(),
+            );
             roles.spawn("ingester", ingester.run(cancel.clone()));
             let watchdog = ingester::Watchdog {
                 pool: state.pool.clone(),

@@ -34,6 +34,9 @@ use store::{sqlx, Actor, CommandError, Metadata, PgPool, StoreError};
 use tokio_util::sync::CancellationToken;
 
 const BATCH: usize = 500;
+/// The VMs whose states the ingester keeps between batches: more than the jobs that stream
+/// at once on a large deployment.
+const KEPT_STATES: usize = 10_000;
 
 /// The reports of one job in a batch, with the messages that carried them.
 type Reports = Vec<(Message, RunnerReport)>;
@@ -42,13 +45,25 @@ type Reports = Vec<(Message, RunnerReport)>;
 type VmSteps = (VmId, Vec<(JobId, Vec<Step>)>);
 
 pub struct Ingester {
-    pub bus: Bus,
-    pub pool: PgPool,
+    bus: Bus,
+    pool: PgPool,
     /// Checks that each message is signed with its job's key.
-    pub keys: bus::RunnerKeys,
+    keys: bus::RunnerKeys,
+    /// The VMs as this ingester last committed them, so a streaming job's VM is not loaded
+    /// again for each batch (see `store::States`).
+    states: store::States<Provisioning>,
 }
 
 impl Ingester {
+    pub fn new(bus: Bus, pool: PgPool, keys: bus::RunnerKeys) -> Self {
+        Ingester {
+            bus,
+            pool,
+            keys,
+            states: store::States::new(KEPT_STATES),
+        }
+    }
+
     pub async fn run(self, cancel: CancellationToken) {
         bus::run_consumer(
             &self.bus,
@@ -134,27 +149,23 @@ impl Ingester {
     }
 
     /// Records every VM's steps in one transaction and acks their messages after it
-    /// committed. The VMs that refused a step, and all of them if the transaction did not
-    /// commit (another writer first, a row Postgres refuses, Postgres away), are recorded
-    /// again one step at a time by [`Self::ingest_job`], which handles each refusal and
-    /// error as it comes: nothing of theirs was written.
+    /// committed. When another writer stored an event of one of the VMs first, the batch is
+    /// decided once more on the VMs as they are now. The VMs that refused a step, and all of
+    /// them if the transaction did not commit (another writer first again, a row Postgres
+    /// refuses, Postgres away), are recorded again one step at a time by
+    /// [`Self::ingest_job`], which handles each refusal and error as it comes: nothing of
+    /// theirs was written.
     ///
     /// The runners are recorded as heard from (`heard`) while the transaction runs, on
     /// another connection: both are round trips, neither needs the other, and a finished
     /// job's liveness is forgotten only after both.
     async fn ingest_together(&self, vms: Vec<VmSteps>, heard: &[(VmId, JobId)]) {
-        let batches = vms
-            .iter()
-            .map(|(vm, jobs)| store::Batch {
-                id: vm.to_string(),
-                commands: jobs
-                    .iter()
-                    .flat_map(|(_, steps)| steps.iter().map(|s| s.command.clone()))
-                    .collect(),
-                metadata: metadata(*vm),
-            })
-            .collect();
-        let together = store::execute_together::<Provisioning>(&self.pool, &(), batches);
+        let together = async {
+            match self.execute_together(&vms).await {
+                Err(CommandError::Conflict) => self.execute_together(&vms).await,
+                done => done,
+            }
+        };
         let ((), together) = tokio::join!(liveness::heard_from(&self.pool, heard), together);
         let results = match together {
             Ok(results) => results.into_iter().map(|r| r.is_ok()).collect(),
@@ -178,6 +189,24 @@ impl Ingester {
                 }
             }
         }
+    }
+
+    async fn execute_together(
+        &self,
+        vms: &[VmSteps],
+    ) -> Result<Vec<store::Outcome<Provisioning>>, CommandError<ProvisioningError>> {
+        let batches = vms
+            .iter()
+            .map(|(vm, jobs)| store::Batch {
+                id: vm.to_string(),
+                commands: jobs
+                    .iter()
+                    .flat_map(|(_, steps)| steps.iter().map(|s| s.command.clone()))
+                    .collect(),
+                metadata: metadata(*vm),
+            })
+            .collect();
+        store::execute_together(&self.pool, &(), &self.states, batches).await
     }
 
     /// The job ended: the watchdog has nothing more to watch.

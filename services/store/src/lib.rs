@@ -32,6 +32,6 @@ pub use command::{
 pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
 pub use events::{last_sequence, last_sequence_of, vm_events, vm_owner, AuditEvent};
-pub use together::{execute_together, Batch};
+pub use together::{execute_together, Batch, Outcome, States};
 
 pub use sqlx::{self, PgPool};

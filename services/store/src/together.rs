@@ -7,8 +7,14 @@
 //! if another writer stored an event of any of them first, nothing is written and the
 //! caller gets [`CommandError::Conflict`] at once (no retry here: the caller falls back to
 //! the one-aggregate path, which decides again and retries).
+//!
+//! The caller keeps the states it committed in [`States`], so that an aggregate written
+//! batch after batch (a job's lines) is not loaded again each time: a kept state is the one
+//! its own commit left, and if another writer stored an event of it since, the primary key
+//! refuses the batch as above, and the states of the batch are forgotten.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use serde_json::Value;
 use sqlx::PgPool;
@@ -27,18 +33,79 @@ pub struct Batch<A: Stored> {
     pub metadata: Metadata,
 }
 
+/// The states and last sequences of aggregates as this process committed them, at most
+/// `capacity` of them (an arbitrary one is dropped for a new one beyond that).
+pub struct States<A> {
+    kept: Mutex<HashMap<String, (A, u64)>>,
+    capacity: usize,
+}
+
+impl<A> States<A> {
+    pub fn new(capacity: usize) -> Self {
+        States {
+            kept: Mutex::new(HashMap::new()),
+            capacity,
+        }
+    }
+
+    /// Takes out the kept states of `ids`: until they are put back after a commit, a
+    /// failed attempt leaves nothing stale behind.
+    fn take(&self, ids: &[String]) -> HashMap<String, (A, u64)> {
+        let mut kept = self
+            .kept
+            .lock()
+            .expect("the states' lock is never poisoned");
+        ids.iter().filter_map(|id| kept.remove_entry(id)).collect()
+    }
+
+    fn put(&self, id: String, state: A, sequence: u64) {
+        let mut kept = self
+            .kept
+            .lock()
+            .expect("the states' lock is never poisoned");
+        if kept.len() >= self.capacity && !kept.contains_key(&id) {
+            if let Some(any) = kept.keys().next().cloned() {
+                kept.remove(&any);
+            }
+        }
+        kept.insert(id, (state, sequence));
+    }
+
+    /// How many states are kept.
+    pub fn len(&self) -> usize {
+        self.kept
+            .lock()
+            .expect("the states' lock is never poisoned")
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Executes each batch's commands on its aggregate and stores the events of all the
 /// aggregates that accepted them in one transaction. An aggregate that refused one of its
 /// commands has nothing written and its error in its slot; the others commit together.
-/// Two batches must not name the same aggregate.
+/// Two batches must not name the same aggregate. The states in `states` are used instead
+/// of loading them, and the states committed are kept there.
 #[tracing::instrument(skip_all, fields(aggregate = A::TYPE, aggregates = batches.len()), err)]
-pub async fn execute_together<A: Stored>(
+pub async fn execute_together<A: Stored + Clone>(
     pool: &PgPool,
     services: &A::Services,
+    states: &States<A>,
     batches: Vec<Batch<A>>,
 ) -> Result<Vec<Outcome<A>>, CommandError<A::Error>> {
     let ids: Vec<String> = batches.iter().map(|b| b.id.clone()).collect();
-    let mut loaded = load_many::<A>(pool, &ids).await?;
+    let mut loaded = states.take(&ids);
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !loaded.contains_key(*id))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        loaded.extend(load_many::<A>(pool, &missing).await?);
+    }
     let mut decided = vec![];
     for batch in batches {
         let (state, before) = loaded.remove(&batch.id).unwrap_or_default();
@@ -52,7 +119,7 @@ pub async fn execute_together<A: Stored>(
     if rows.is_empty() {
         return Ok(decided
             .into_iter()
-            .map(|d| d.map(Decided::unstored))
+            .map(|d| d.map(|d| d.unstored(states)))
             .collect());
     }
     let mut tx = pool.begin().await.map_err(StoreError::from)?;
@@ -78,7 +145,7 @@ pub async fn execute_together<A: Stored>(
     tx.commit().await.map_err(StoreError::from)?;
     let outcomes: Vec<Outcome<A>> = decided
         .into_iter()
-        .map(|d| d.map(|d| d.recorded(&stored)))
+        .map(|d| d.map(|d| d.recorded(&stored, states)))
         .collect();
     for committed in outcomes.iter().filter_map(|o| o.as_ref().ok()) {
         crate::command::count_committed(committed);
@@ -128,7 +195,7 @@ struct Row {
     metadata: Value,
 }
 
-impl<A: Stored> Decided<A> {
+impl<A: Stored + Clone> Decided<A> {
     fn rows(&self) -> impl Iterator<Item = Result<Row, StoreError>> + '_ {
         use cqrs_es::DomainEvent;
         self.events
@@ -155,8 +222,9 @@ impl<A: Stored> Decided<A> {
         (after / every > first / every).then_some(after)
     }
 
-    fn unstored(self) -> Committed<A> {
+    fn unstored(self, states: &States<A>) -> Committed<A> {
         debug_assert!(self.events.is_empty());
+        states.put(self.id, self.state.clone(), self.before);
         Committed {
             events: vec![],
             sequence: self.before,
@@ -164,7 +232,11 @@ impl<A: Stored> Decided<A> {
         }
     }
 
-    fn recorded(self, stored: &HashMap<(String, i64), (i64, OffsetDateTime)>) -> Committed<A> {
+    fn recorded(
+        self,
+        stored: &HashMap<(String, i64), (i64, OffsetDateTime)>,
+        states: &States<A>,
+    ) -> Committed<A> {
         let events: Vec<_> = self
             .events
             .into_iter()
@@ -180,8 +252,10 @@ impl<A: Stored> Decided<A> {
                 }
             })
             .collect();
+        let sequence = events.last().map_or(self.before, |e| e.sequence);
+        states.put(self.id, self.state.clone(), sequence);
         Committed {
-            sequence: events.last().map_or(self.before, |e| e.sequence),
+            sequence,
             events,
             state: self.state,
         }

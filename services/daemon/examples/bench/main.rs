@@ -176,11 +176,7 @@ async fn ingest_figures(
 ) -> Result<Vec<Figure>, Error> {
     let (pool, bus) = (pool.clone(), bus.clone());
     let cancel = CancellationToken::new();
-    let ingester = ingester::Ingester {
-        bus: bus.clone(),
-        pool: pool.clone(),
-        keys: ingest::keys(&pool).await?,
-    };
+    let ingester = ingester::Ingester::new(bus.clone(), pool.clone(), ingest::keys(&pool).await?);
     let ingesting = tokio::spawn(ingester.run(cancel.clone()));
     let jobs_1 = ingest::ingest(&pool, &bus, 1, sizes.one_job_lines).await?;
     let jobs_10 = ingest::ingest(&pool, &bus, 10, sizes.many_jobs_lines / 10).await?;
@@ -215,14 +211,14 @@ async fn app_figures(
 ) -> Result<Vec<Figure>, Error> {
     // The projector catches up before the program starts, so it does not weigh on the
     // latencies below with the backlog of the runs above.
-    while projector::pass(&pool).await? > 0 {}
+    while projector::pass(pool).await? > 0 {}
     let (address, stop) = app::start(database_url, prefix).await?;
-    let mut sse = app::line_to_sse(&pool, &bus, &address, sizes.sse_lines, 1000).await?;
+    let mut sse = app::line_to_sse(pool, bus, &address, sizes.sse_lines, 1000).await?;
     let (mut post, post_rate) = app::post_vms(&address, 50, sizes.post_time).await?;
     stop.cancel();
     let fan = fanout::fanout(
-        &pool,
-        &bus,
+        pool,
+        bus,
         database_url,
         sizes.sse_clients,
         1000,
@@ -263,10 +259,10 @@ async fn app_figures(
 
 /// A rebuild of every read model beside a plain read of the events table.
 async fn replay_figures(pool: &store::PgPool, sizes: &Sizes) -> Result<Vec<Figure>, Error> {
-    replay::seed(&pool, sizes.replay_vms, sizes.replay_per_vm).await?;
-    let (read, rows) = replay::seq_read(&pool).await?;
+    replay::seed(pool, sizes.replay_vms, sizes.replay_per_vm).await?;
+    let (read, rows) = replay::seq_read(pool).await?;
     println!("sequential read: {read:.0} events/s ({rows} events)");
-    let replayed = replay::replay(&pool).await?;
+    let replayed = replay::replay(pool).await?;
     println!("replay: {replayed:.0} events/s");
     Ok(vec![
         Figure::ceiling("events_seq_read_per_s", read, "events/s"),
