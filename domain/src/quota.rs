@@ -48,10 +48,15 @@ pub struct Usage {
 
 impl Usage {
     pub fn add(&mut self, size: Size) {
-        self.vms += 1;
-        self.vcpus += size.vcpus;
-        self.ram_mib += size.ram_mib;
-        self.gpus += size.gpus;
+        self.add_many(size, 1);
+    }
+
+    /// `count` VMs of `size`.
+    pub fn add_many(&mut self, size: Size, count: u64) {
+        self.vms += count;
+        self.vcpus += size.vcpus * count;
+        self.ram_mib += size.ram_mib * count;
+        self.gpus += size.gpus * count;
     }
 }
 
@@ -163,6 +168,17 @@ mod tests {
         ram_mib: 4096,
         gpus: 0,
     };
+
+    #[test]
+    fn given_vms_counted_by_size_then_usage_is_their_sum() {
+        let (mut one_by_one, mut counted) = (Usage::default(), Usage::default());
+        for _ in 0..3 {
+            one_by_one.add(SMALL);
+        }
+        counted.add_many(SMALL, 3);
+        assert_eq!(counted, one_by_one);
+        assert_eq!((counted.vms, counted.vcpus, counted.ram_mib), (3, 6, 12288));
+    }
 
     #[test]
     fn given_room_for_one_more_vm_when_asked_then_it_fits() {

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use dispatcher::cloud_init::CallbackUrls;
 use dispatcher::{Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor};
 use domain::callbacks::CallbackSigner;
@@ -410,6 +411,13 @@ impl Application {
                     api::metrics_app()
                 };
                 let app = app.into_make_service_with_connect_info::<SocketAddr>();
+                // Without Nagle's delay: an SSE event or an answer written in two parts
+                // would otherwise wait for the client's delayed ACK (40 ms on Linux).
+                let listener = listener.tap_io(|tcp| {
+                    if let Err(error) = tcp.set_nodelay(true) {
+                        tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
+                    }
+                });
                 let served = axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.cancelled().await })
                     .await;

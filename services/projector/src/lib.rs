@@ -16,7 +16,6 @@ mod replay;
 
 pub use replay::{replay, Replayed, PROJECTIONS};
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use domain::catalog::CatalogEvent;
@@ -24,7 +23,7 @@ use domain::provisioning::{ProvisioningEvent, Stamp, VmId, VmView};
 use store::dead_letters;
 use store::feed::{self, FeedEvent, UndecodableEvent};
 use store::lease::{self, Lease};
-use store::views::{self, NewLog};
+use store::views::{self, NewLog, SavedView};
 use store::{sqlx, PgPool};
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
@@ -91,6 +90,15 @@ pub(crate) async fn fold(
     scope: Scope,
     follower: Option<&str>,
 ) -> Result<(), sqlx::Error> {
+    // The views of the batch's VMs, read in one statement.
+    let mut vms: Vec<VmId> = events
+        .iter()
+        .filter(|e| scope.vms && e.is_vm())
+        .filter_map(|e| e.aggregate_id.parse().ok())
+        .collect();
+    vms.sort_unstable();
+    vms.dedup();
+    let mut stored = views::load_many_for_update(tx, &vms).await?;
     // Per VM: its view, the time of its first event in this batch (its creation, for a new
     // VM) and of its last.
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime, OffsetDateTime)> = HashMap::new();
@@ -120,14 +128,10 @@ pub(crate) async fn fold(
                 continue;
             }
         };
-        let (view, _, at) = match touched.entry(vm) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => {
-                let view = views::load_for_update(tx, vm).await?;
-                let at = event.recorded_at;
-                entry.insert((view.unwrap_or_default(), at, at))
-            }
-        };
+        let (view, _, at) = touched.entry(vm).or_insert_with(|| {
+            let at = event.recorded_at;
+            (stored.remove(&vm).unwrap_or_default(), at, at)
+        });
         let actor = event.actor();
         let stamp = Stamp {
             at: event.recorded_at,
@@ -140,9 +144,16 @@ pub(crate) async fn fold(
             }
         }
     }
-    for (vm, (view, first, last)) in &touched {
-        views::save(tx, *vm, view, *first, *last).await?;
-    }
+    let saved: Vec<SavedView> = touched
+        .iter()
+        .map(|(vm, (view, first, last))| SavedView {
+            vm: *vm,
+            view,
+            created: *first,
+            updated: *last,
+        })
+        .collect();
+    views::save_many(tx, &saved).await?;
     views::insert_logs(tx, &logs).await?;
     Ok(())
 }

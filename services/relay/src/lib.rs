@@ -19,7 +19,9 @@ use store::{sqlx, PgPool};
 use tokio_util::sync::CancellationToken;
 
 const CHECKPOINT: &str = "relay";
-const BATCH: i64 = 500;
+/// Events per pass: each pass costs a few round trips to Postgres and waits for its last
+/// acks, so a pass should carry many.
+const BATCH: i64 = 2000;
 const ACK_WINDOW: usize = 256;
 
 #[derive(Debug, thiserror::Error)]

@@ -349,6 +349,7 @@ async fn commit<A: Stored>(
         }
     }
     tx.commit().await?;
+    crate::wake::followers(pool).await;
     Ok(Outcome::Committed(committed))
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cqrs_es::Aggregate;
 use domain::provisioning::{Provisioning, ProvisioningEvent, ValueError, VmId};
+use serde::Deserialize;
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
 use time::OffsetDateTime;
@@ -71,8 +72,9 @@ impl FeedEvent {
             .aggregate_id
             .parse()
             .map_err(|e: ValueError| undecodable(e.to_string()))?;
-        let event =
-            serde_json::from_value(self.payload.clone()).map_err(|e| undecodable(e.to_string()))?;
+        // Read from the value in place, not from a copy of it.
+        let event = ProvisioningEvent::deserialize(&self.payload)
+            .map_err(|e| undecodable(e.to_string()))?;
         Ok(Some((vm, event)))
     }
 }
@@ -100,6 +102,9 @@ type Row = (
     OffsetDateTime,
 );
 
+// The first column's name is `txid`, like the table's: an `ORDER BY txid` would sort by
+// this text-cast output column, not by the index, reading and sorting the whole table on
+// every read. Orders name `events.txid`.
 const COLUMNS: &str = "txid::text::bigint, position, aggregate_type, aggregate_id, sequence, \
                        event_type, event_version, payload::text, metadata::text, recorded_at";
 
@@ -159,7 +164,7 @@ pub async fn read_after(
         "SELECT {COLUMNS} FROM events
          WHERE (txid, position) > ($1::text::xid8, $2)
            AND txid < $4::text::xid8
-         ORDER BY txid, position
+         ORDER BY events.txid, events.position
          LIMIT $3"
     ))
     .bind(after.txid.to_string())
@@ -183,7 +188,7 @@ pub async fn read_range(
         "SELECT {COLUMNS} FROM events
          WHERE (txid, position) > ($1::text::xid8, $2)
            AND (txid, position) <= ($3::text::xid8, $4)
-         ORDER BY txid, position
+         ORDER BY events.txid, events.position
          LIMIT $5"
     ))
     .bind(after.txid.to_string())
@@ -203,7 +208,7 @@ pub async fn head(pool: &PgPool) -> Result<Cursor, sqlx::Error> {
     let row: Option<(i64, i64)> = sqlx::query_as(
         "SELECT txid::text::bigint, position FROM events
          WHERE txid < $1::text::xid8
-         ORDER BY txid DESC, position DESC LIMIT 1",
+         ORDER BY events.txid DESC, events.position DESC LIMIT 1",
     )
     .bind(horizon.to_string())
     .fetch_optional(pool)

@@ -24,6 +24,7 @@ mod together;
 pub mod upcast;
 pub mod users;
 pub mod views;
+pub mod wake;
 
 pub use command::{
     execute, execute_all, execute_with, load, CommandError, Committed, Metadata, Receipt, Recorded,

@@ -143,6 +143,7 @@ pub async fn execute_together<A: Stored + Clone>(
         }
     }
     tx.commit().await.map_err(StoreError::from)?;
+    crate::wake::followers(pool).await;
     let outcomes: Vec<Outcome<A>> = decided
         .into_iter()
         .map(|d| d.map(|d| d.recorded(&stored, states)))

@@ -1,5 +1,7 @@
 //! The VM read models: `vm_views` (one row per VM) and `vm_logs` (Terraform lines).
 
+use std::collections::HashMap;
+
 use cqrs_es::Aggregate;
 use domain::identity::UserId;
 use domain::provisioning::{Provisioning, Stamp, VmId, VmView};
@@ -115,23 +117,27 @@ pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx
     query.build_query_as().fetch_all(pool).await
 }
 
-/// What one VM of a user takes, from its template as the catalog has it now (zero for a
-/// template since removed).
+/// VMs of a user of one size: how many, and what one takes, from its template as the
+/// catalog has it now (zero for a template since removed).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Holding {
+    pub vms: i64,
     pub cpu: i32,
     pub ram_gb: i32,
     pub gpu: Option<String>,
 }
 
-/// The VMs of `owner` that are not destroyed, sized by their templates.
+/// The VMs of `owner` that are not destroyed, counted by their templates' sizes: one row
+/// per size, however many VMs the user holds.
 #[tracing::instrument(skip_all, fields(owner = %owner), err)]
 pub async fn holdings(pool: &PgPool, owner: UserId) -> Result<Vec<Holding>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT coalesce(t.cpu, 0) AS cpu, coalesce(t.ram_gb, 0) AS ram_gb, t.gpu
+        "SELECT count(*) AS vms, coalesce(t.cpu, 0) AS cpu, coalesce(t.ram_gb, 0) AS ram_gb,
+                t.gpu
          FROM vm_views v
          LEFT JOIN templates t ON t.provider_id = v.provider AND t.id = v.template
-         WHERE v.owner = $1 AND v.status <> 'destroyed'",
+         WHERE v.owner = $1 AND v.status <> 'destroyed'
+         GROUP BY 2, 3, 4",
     )
     .bind(owner.as_uuid())
     .fetch_all(pool)
@@ -165,6 +171,125 @@ pub async fn load_for_update(
         .transpose()
 }
 
+/// The folded views of `vms` that have one, to continue folding from; locked until the
+/// transaction ends. One statement, however many VMs.
+pub async fn load_many_for_update(
+    tx: &mut Transaction<'_, Postgres>,
+    vms: &[VmId],
+) -> Result<HashMap<VmId, VmView>, sqlx::Error> {
+    let ids: Vec<Uuid> = vms.iter().map(|vm| vm.as_uuid()).collect();
+    let rows: Vec<(Uuid, serde_json::Value)> =
+        sqlx::query_as("SELECT id, state FROM vm_views WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(ids)
+            .fetch_all(&mut **tx)
+            .await?;
+    rows.into_iter()
+        .map(|(id, state)| {
+            let view =
+                serde_json::from_value(state).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            Ok((VmId::from(id), view))
+        })
+        .collect()
+}
+
+/// One VM's view to write: the view, the time of its first event (its creation, counted
+/// only when the row is new) and of its last.
+pub struct SavedView<'a> {
+    pub vm: VmId,
+    pub view: &'a VmView,
+    pub created: OffsetDateTime,
+    pub updated: OffsetDateTime,
+}
+
+/// Writes the views of several VMs, in one statement; a VM without a `Requested` event
+/// yet is left out (nothing to show).
+pub async fn save_many(
+    tx: &mut Transaction<'_, Postgres>,
+    views: &[SavedView<'_>],
+) -> Result<(), sqlx::Error> {
+    let mut columns = Columns::default();
+    for saved in views {
+        let Some(spec) = &saved.view.spec else {
+            continue;
+        };
+        let view = saved.view;
+        columns.ids.push(saved.vm.as_uuid());
+        columns.names.push(spec.name.as_str().to_owned());
+        columns.providers.push(spec.provider.as_str().to_owned());
+        columns.templates.push(spec.template.as_str().to_owned());
+        columns
+            .statuses
+            .push(view.lifecycle.status.as_str().to_owned());
+        columns.ips.push(view.lifecycle.ip.clone());
+        columns.errors.push(view.lifecycle.last_error.clone());
+        columns.created.push(saved.created);
+        columns.updated.push(saved.updated);
+        columns.sequences.push(view.last_sequence as i64);
+        columns
+            .states
+            .push(serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?);
+        columns.archived.push(view.archived);
+        columns.expires.push(view.expires_at());
+        columns.boots.push(view.boot_since);
+        columns.owners.push(spec.owner.as_uuid());
+    }
+    if columns.ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
+                               created_at, updated_at, last_sequence, state, archived,
+                               expires_at, boot_since, owner)
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                              $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[],
+                              $10::bigint[], $11::jsonb[], $12::bool[], $13::timestamptz[],
+                              $14::timestamptz[], $15::uuid[])
+         ON CONFLICT (id) DO UPDATE
+         SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
+             updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
+             state = excluded.state, archived = excluded.archived,
+             expires_at = excluded.expires_at, boot_since = excluded.boot_since",
+    )
+    .bind(columns.ids)
+    .bind(columns.names)
+    .bind(columns.providers)
+    .bind(columns.templates)
+    .bind(columns.statuses)
+    .bind(columns.ips)
+    .bind(columns.errors)
+    .bind(columns.created)
+    .bind(columns.updated)
+    .bind(columns.sequences)
+    .bind(columns.states)
+    .bind(columns.archived)
+    .bind(columns.expires)
+    .bind(columns.boots)
+    .bind(columns.owners)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The columns of `vm_views` rows, one array each, for [`save_many`].
+#[derive(Default)]
+struct Columns {
+    ids: Vec<Uuid>,
+    names: Vec<String>,
+    providers: Vec<String>,
+    templates: Vec<String>,
+    statuses: Vec<String>,
+    ips: Vec<Option<String>>,
+    errors: Vec<Option<String>>,
+    created: Vec<OffsetDateTime>,
+    updated: Vec<OffsetDateTime>,
+    sequences: Vec<i64>,
+    states: Vec<serde_json::Value>,
+    archived: Vec<bool>,
+    expires: Vec<Option<OffsetDateTime>>,
+    boots: Vec<Option<OffsetDateTime>>,
+    owners: Vec<Uuid>,
+}
+
 /// Writes a VM's view; `created` counts only when the row is new.
 pub async fn save(
     tx: &mut Transaction<'_, Postgres>,
@@ -173,39 +298,13 @@ pub async fn save(
     created: OffsetDateTime,
     updated: OffsetDateTime,
 ) -> Result<(), sqlx::Error> {
-    let Some(spec) = &view.spec else {
-        return Ok(()); // no Requested event yet: nothing to show
+    let saved = SavedView {
+        vm,
+        view,
+        created,
+        updated,
     };
-    let state = serde_json::to_value(view).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    sqlx::query(
-        "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
-                               created_at, updated_at, last_sequence, state, archived,
-                               expires_at, boot_since, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-         ON CONFLICT (id) DO UPDATE
-         SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
-             updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
-             state = excluded.state, archived = excluded.archived,
-             expires_at = excluded.expires_at, boot_since = excluded.boot_since",
-    )
-    .bind(vm.as_uuid())
-    .bind(spec.name.as_str())
-    .bind(spec.provider.as_str())
-    .bind(spec.template.as_str())
-    .bind(view.lifecycle.status.as_str())
-    .bind(&view.lifecycle.ip)
-    .bind(&view.lifecycle.last_error)
-    .bind(created)
-    .bind(updated)
-    .bind(view.last_sequence as i64)
-    .bind(state)
-    .bind(view.archived)
-    .bind(view.expires_at())
-    .bind(view.boot_since)
-    .bind(spec.owner.as_uuid())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    save_many(tx, &[saved]).await
 }
 
 /// One Terraform line of a job.

@@ -50,8 +50,9 @@ fn refuse(state: &AppState, principal: &Principal, policy: &str, detail: String)
 /// limit by those in flight.
 pub async fn usage_of(state: &AppState, user: UserId) -> Result<Usage, ApiError> {
     let mut usage = Usage::default();
-    for vm in store::views::holdings(&state.pool, user).await? {
-        usage.add(Size::of_template(vm.cpu, vm.ram_gb, vm.gpu.as_deref()));
+    for held in store::views::holdings(&state.pool, user).await? {
+        let size = Size::of_template(held.cpu, held.ram_gb, held.gpu.as_deref());
+        usage.add_many(size, held.vms.max(0) as u64);
     }
     Ok(usage)
 }

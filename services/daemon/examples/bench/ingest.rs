@@ -128,7 +128,7 @@ pub async fn check_lines(pool: &PgPool, vms: &[VmId], per_job: u32) -> Result<()
 /// The place of the last committed event, which the relay must reach.
 pub async fn last_cursor(pool: &PgPool) -> Result<Cursor, Error> {
     let (txid, position): (i64, i64) = store::sqlx::query_as(
-        "SELECT txid::text::bigint, position FROM events ORDER BY txid DESC, position DESC LIMIT 1",
+        "SELECT txid::text::bigint, position FROM events ORDER BY events.txid DESC, events.position DESC LIMIT 1",
     )
     .fetch_one(pool)
     .await?;
