@@ -9,13 +9,31 @@ use store::PgPool;
 
 use crate::Error;
 
-/// Adds `vms` VMs of `per_vm` events each (a request, then log lines) in one statement,
-/// and moves the projector's checkpoint to the end: the replay rebuilds up to it.
+/// Adds `vms` VMs of `per_vm` events each (a request, then log lines), a hundred VMs to a
+/// statement (each well inside the statement timeout), and moves the projector's
+/// checkpoint to the end: the replay rebuilds up to it.
 pub async fn seed(pool: &PgPool, vms: i64, per_vm: i64) -> Result<(), Error> {
     let requested = serde_json::to_string(&ProvisioningEvent::Requested {
         spec: crate::spec(),
         expires_at: None,
     })?;
+    for first in (0..vms).step_by(100) {
+        seed_vms(pool, &requested, (vms - first).min(100), per_vm).await?;
+    }
+    store::sqlx::query(
+        "INSERT INTO event_checkpoints (name, txid, position)
+         SELECT 'projector', txid, position FROM events ORDER BY txid DESC, position DESC LIMIT 1
+         ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, position = excluded.position",
+    )
+    .execute(pool)
+    .await?;
+    store::sqlx::query("VACUUM ANALYZE events")
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+async fn seed_vms(pool: &PgPool, requested: &str, vms: i64, per_vm: i64) -> Result<(), Error> {
     store::sqlx::query(
         "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
                              payload, metadata)
@@ -35,16 +53,6 @@ pub async fn seed(pool: &PgPool, vms: i64, per_vm: i64) -> Result<(), Error> {
     .bind(per_vm)
     .execute(pool)
     .await?;
-    store::sqlx::query(
-        "INSERT INTO event_checkpoints (name, txid, position)
-         SELECT 'projector', txid, position FROM events ORDER BY txid DESC, position DESC LIMIT 1
-         ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, position = excluded.position",
-    )
-    .execute(pool)
-    .await?;
-    store::sqlx::query("VACUUM ANALYZE events")
-        .execute(pool)
-        .await?;
     Ok(())
 }
 
