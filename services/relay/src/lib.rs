@@ -82,6 +82,7 @@ pub async fn publish<'a>(
     let mut poison = vec![];
     // The type of each event published, as its subject names it (the current name).
     let mut published = vec![];
+    let limit = max_payload(bus);
     for event in events {
         let (envelope, job) = match envelope::messages(&bus.subjects, event, &providers) {
             Ok(messages) => messages,
@@ -90,7 +91,6 @@ pub async fn publish<'a>(
                 continue;
             }
         };
-        let limit = max_payload(bus);
         if let Some(size) = [Some(&envelope), job.as_ref()]
             .into_iter()
             .flatten()
