@@ -32,7 +32,7 @@ pub async fn expiring(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    decode(rows)
+    crate::views::decode_states(rows)
 }
 
 /// The VMs whose last create succeeded more than `timeout` ago and that have not phoned
@@ -52,17 +52,7 @@ pub async fn boot_overdue(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    decode(rows)
-}
-
-fn decode(rows: Vec<(uuid::Uuid, serde_json::Value)>) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
-    rows.into_iter()
-        .map(|(id, state)| {
-            let view =
-                serde_json::from_value(state).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok((VmId::from(id), view))
-        })
-        .collect()
+    crate::views::decode_states(rows)
 }
 
 /// The deployment's callback key: made once, by whichever daemon asks first, and the same

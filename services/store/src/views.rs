@@ -161,14 +161,7 @@ pub async fn load_for_update(
     tx: &mut Transaction<'_, Postgres>,
     vm: VmId,
 ) -> Result<Option<VmView>, sqlx::Error> {
-    let state: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT state FROM vm_views WHERE id = $1 FOR UPDATE")
-            .bind(vm.as_uuid())
-            .fetch_optional(&mut **tx)
-            .await?;
-    state
-        .map(|s| serde_json::from_value(s).map_err(|e| sqlx::Error::Decode(Box::new(e))))
-        .transpose()
+    Ok(load_many_for_update(tx, &[vm]).await?.remove(&vm))
 }
 
 /// The folded views of `vms` that have one, to continue folding from; locked until the
@@ -183,6 +176,13 @@ pub async fn load_many_for_update(
             .bind(ids)
             .fetch_all(&mut **tx)
             .await?;
+    Ok(decode_states(rows)?.into_iter().collect())
+}
+
+/// `vm_views` rows' `state` as the views they hold.
+pub(crate) fn decode_states(
+    rows: Vec<(Uuid, serde_json::Value)>,
+) -> Result<Vec<(VmId, VmView)>, sqlx::Error> {
     rows.into_iter()
         .map(|(id, state)| {
             let view =
