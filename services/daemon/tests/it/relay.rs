@@ -245,3 +245,60 @@ async fn a_page_of_the_feed_reads_its_own_rows_not_the_whole_table() {
         "a page of 100 fetched {fetched} rows of a table of 20,000"
     );
 }
+
+/// The relay looks up the provider of each VM in a page, on every pass: that costs the
+/// page's VMs, not every VM there is. With statistics taken while the platform had few
+/// VMs (as after a burst of creates, before autovacuum's next analyze), a lookup written
+/// as `aggregate_id = ANY(..)` was planned over the partial index of every request and read
+/// each one.
+#[tokio::test]
+async fn the_providers_of_a_page_cost_its_own_vms_not_every_vm() {
+    let app = spawn_app_with(Roles::NONE).await;
+    let seed = |vms: std::ops::RangeInclusive<i32>, lines: i32| {
+        store::sqlx::query(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type,
+                                 event_version, payload, metadata)
+             SELECT 'Provisioning', 'vm-' || v, s,
+                    CASE WHEN s = 1 THEN 'Requested' ELSE 'LogLine' END, '1.1',
+                    CASE WHEN s = 1 THEN json_build_object('type', 'Requested', 'data',
+                        json_build_object('spec', json_build_object('provider', 'p' || v % 3)))
+                    ELSE '{}'::json END,
+                    '{}'::json
+             FROM generate_series($1, $2) v, generate_series(1, $3) s",
+        )
+        .bind(*vms.start())
+        .bind(*vms.end())
+        .bind(lines)
+    };
+    store::sqlx::query("ALTER TABLE events SET (autovacuum_enabled = false)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    seed(1..=20, 5000).execute(&app.pool).await.unwrap();
+    store::sqlx::query("ANALYZE events")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    seed(21..=5020, 1).execute(&app.pool).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let session = store::connect(&crate::database::server_url(&app.db_name), 1)
+        .await
+        .unwrap();
+    let before = events_reads(&session).await;
+    let providers = store::feed::providers_of(&session, &["vm-4", "vm-5000", "vm-6000"])
+        .await
+        .unwrap();
+    let after = events_reads(&session).await;
+    assert_eq!(
+        providers,
+        [("vm-4", "p1"), ("vm-5000", "p2")]
+            .map(|(vm, p)| (vm.to_string(), p.to_string()))
+            .into()
+    );
+    assert_eq!(after.0 - before.0, 0, "the lookup scanned the events table");
+    let fetched = after.1 - before.1;
+    assert!(
+        fetched < 20,
+        "the providers of 3 VMs fetched {fetched} rows of 5,020 requests"
+    );
+}
