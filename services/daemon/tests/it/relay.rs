@@ -261,7 +261,8 @@ async fn the_providers_of_a_page_cost_its_own_vms_not_every_vm() {
              SELECT 'Provisioning', 'vm-' || v, s,
                     CASE WHEN s = 1 THEN 'Requested' ELSE 'LogLine' END, '1.1',
                     CASE WHEN s = 1 THEN json_build_object('type', 'Requested', 'data',
-                        json_build_object('spec', json_build_object('provider', 'p' || v % 3)))
+                        json_build_object('spec', json_build_object('provider',
+                            CASE WHEN v = 5000 THEN 'aws' ELSE 'local' END)))
                     ELSE '{}'::json END,
                     '{}'::json
              FROM generate_series($1, $2) v, generate_series(1, $3) s",
@@ -291,7 +292,7 @@ async fn the_providers_of_a_page_cost_its_own_vms_not_every_vm() {
     let after = events_reads(&session).await;
     assert_eq!(
         providers,
-        [("vm-4", "p1"), ("vm-5000", "p2")]
+        [("vm-4", "local"), ("vm-5000", "aws")]
             .map(|(vm, p)| (vm.to_string(), p.to_string()))
             .into()
     );
