@@ -33,6 +33,10 @@ use secrecy::SecretString;
 use store::{Actor, CommandError, Metadata, PgPool};
 use tokio_util::sync::CancellationToken;
 
+/// How often a job message being dispatched is reported in progress (a third of the
+/// dispatcher consumer's ack wait in `nats/jetstream.toml`).
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 #[derive(Clone)]
 pub struct DispatcherConfig {
     /// Where the provider folders are: `<hcl_dir>/<provider>/`.
@@ -91,7 +95,7 @@ impl Dispatcher {
                 return Ok(false);
             }
         };
-        match self.dispatch_job(job.vm_id, job.job_id).await {
+        match in_progress(&message, self.dispatch_job(job.vm_id, job.job_id)).await {
             Ok(started) => {
                 message.ack().await?;
                 Ok(started)
@@ -280,6 +284,27 @@ pub(crate) fn runner_env(
         vars.push((env::NATS_USER.into(), user.clone()));
     }
     vars
+}
+
+/// Runs `work`, telling JetStream every `PROGRESS_EVERY` that the job message is still
+/// being handled: the consumer's ack wait (30 s) is how long a job delivered to a
+/// dispatcher that died, or to a pull its client dropped, waits before it comes again, so
+/// it is short, and a slow dispatch (Postgres stalled, a Kubernetes API slow to answer)
+/// must not see its message delivered to another dispatcher meanwhile.
+async fn in_progress<T>(message: &Message, work: impl std::future::Future<Output = T>) -> T {
+    tokio::pin!(work);
+    let mut progress =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = progress.tick() => {
+                if let Err(e) = message.ack_with(AckKind::Progress).await {
+                    tracing::warn!(error = %e, "could not tell JetStream the job is in progress");
+                }
+            }
+        }
+    }
 }
 
 /// Reports a job whose runner never ran, or ended without reporting, as failed, the way its

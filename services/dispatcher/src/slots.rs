@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bus::async_nats::connection::State;
 use bus::async_nats::jetstream::consumer::PullConsumer;
 use bus::async_nats::jetstream::Message;
 use domain::provisioning::{JobId, Provisioning, VmId};
@@ -22,6 +23,8 @@ use crate::Dispatcher;
 const PULL_WAIT: Duration = Duration::from_secs(5);
 /// How often a running job is checked for its end.
 const END_CHECK: Duration = Duration::from_secs(1);
+/// How often a disconnected client is checked for its connection being back.
+const RECONNECT_CHECK: Duration = Duration::from_millis(100);
 
 pub(crate) async fn run(dispatcher: Arc<Dispatcher>, cancel: CancellationToken) {
     let slots = Arc::new(Semaphore::new(dispatcher.max_runners.max(1)));
@@ -33,7 +36,10 @@ pub(crate) async fn run(dispatcher: Arc<Dispatcher>, cancel: CancellationToken) 
         };
         let pulled = tokio::select! {
             _ = cancel.cancelled() => return,
-            pulled = next_job(&dispatcher, &mut consumer) => pulled,
+            pulled = async {
+                connected(&dispatcher.bus).await;
+                next_job(&dispatcher, &mut consumer).await
+            } => pulled,
         };
         let message = match pulled {
             Ok(Some(message)) => message,
@@ -58,6 +64,17 @@ pub(crate) async fn run(dispatcher: Arc<Dispatcher>, cancel: CancellationToken) 
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "could not ack or nak a job message"),
         }
+    }
+}
+
+/// Returns once the client is connected to NATS. A pull sent while the connection is down
+/// waits in the client's queue; when its wait ends before the connection is back, the
+/// client sends the pull and its unsubscribe together once it reconnects, the server can
+/// deliver a job to the pull between the two, and the client drops it: the job would wait
+/// for the consumer's ack wait. So pulls go out on a live connection only.
+async fn connected(bus: &bus::Bus) {
+    while bus.client.connection_state() != State::Connected {
+        tokio::time::sleep(RECONNECT_CHECK).await;
     }
 }
 

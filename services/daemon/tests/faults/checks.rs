@@ -215,7 +215,7 @@ pub async fn stream_events(bus: &bus::Bus) -> Vec<bus::EventEnvelope> {
 
 /// The dispatcher's and the ingester's consumers have every message delivered and
 /// acknowledged. A message a killed daemon had received comes again only after the
-/// consumer's ack wait (nats/jetstream.toml: 120 s for the dispatcher), so this waits up to
+/// consumer's ack wait (nats/jetstream.toml: 60 s for the ingester), so this waits up to
 /// 130 s.
 pub async fn check_consumers_drained(daemon: &Daemon) {
     let bus = bus::Bus::connect(&daemon.nats_url, &daemon.prefix)

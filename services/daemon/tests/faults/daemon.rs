@@ -362,6 +362,26 @@ impl Daemon {
         }
     }
 
+    /// Waits until a dispatcher has claimed the VM's queued job (its job is no longer
+    /// `queued`), failing with the VM's last state after `within`.
+    pub async fn wait_for_job_start(&self, id: &str, within: Duration) -> Vm {
+        let deadline = Instant::now() + within;
+        loop {
+            let vm = self.try_vm(id).await;
+            if let Some(vm) = &vm {
+                if vm.job.as_ref().is_none_or(|job| job.state != "queued") {
+                    return vm.clone();
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the job of VM {id} did not start within {within:?}: {vm:?}\n{}",
+                self.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The VM's status in the read model, read from Postgres (works while the API is down).
     pub async fn status_in_db(&self, id: &str) -> Option<String> {
         store::sqlx::query_scalar("SELECT status FROM vm_views WHERE id::text = $1")

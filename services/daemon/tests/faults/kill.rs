@@ -2,7 +2,7 @@
 //! every job still runs once (or, killed between claim and start, fails with a reason),
 //! every line and event arrives once. The rounds of a test overlap: a message the killed
 //! daemon had received but not acknowledged comes again only after the consumer's ack wait
-//! (nats/jetstream.toml: 60 s for the ingester, 120 s for the dispatcher), so the rounds
+//! (nats/jetstream.toml: 60 s for the ingester, 30 s for the dispatcher), so the rounds
 //! share that wait.
 
 use std::path::PathBuf;
