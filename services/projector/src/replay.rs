@@ -57,7 +57,7 @@ impl Scope {
     fn tables(self) -> Vec<&'static str> {
         let mut tables = vec![];
         if self.vms {
-            tables.extend(["vm_views", "vm_logs"]);
+            tables.extend(["vm_views", "vm_logs", "vm_holdings"]);
         }
         if self.catalog {
             tables.extend(["providers", "templates", "catalog_projection"]);

@@ -128,15 +128,16 @@ pub struct Holding {
 }
 
 /// The VMs of `owner` that are not destroyed, counted by their templates' sizes: one row
-/// per size, however many VMs the user holds.
+/// per size, read from the counts the projector keeps (`vm_holdings`, a row per template
+/// the owner holds), however many VMs the user holds.
 #[tracing::instrument(skip_all, fields(owner = %owner), err)]
 pub async fn holdings(pool: &PgPool, owner: UserId) -> Result<Vec<Holding>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT count(*) AS vms, coalesce(t.cpu, 0) AS cpu, coalesce(t.ram_gb, 0) AS ram_gb,
-                t.gpu
-         FROM vm_views v
-         LEFT JOIN templates t ON t.provider_id = v.provider AND t.id = v.template
-         WHERE v.owner = $1 AND v.status <> 'destroyed'
+        "SELECT sum(h.vms)::bigint AS vms, coalesce(t.cpu, 0) AS cpu,
+                coalesce(t.ram_gb, 0) AS ram_gb, t.gpu
+         FROM vm_holdings h
+         LEFT JOIN templates t ON t.provider_id = h.provider AND t.id = h.template
+         WHERE h.owner = $1
          GROUP BY 2, 3, 4",
     )
     .bind(owner.as_uuid())
@@ -236,19 +237,40 @@ pub async fn save_many(
     if columns.ids.is_empty() {
         return Ok(());
     }
+    // The rows as they were (the statement's snapshot) and as written give each owner's
+    // change of holdings; `vm_holdings` takes it in the same statement.
     sqlx::query(
-        "INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
-                               created_at, updated_at, last_sequence, state, archived,
-                               expires_at, boot_since, owner)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
-                              $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[],
-                              $10::bigint[], $11::jsonb[], $12::bool[], $13::timestamptz[],
-                              $14::timestamptz[], $15::uuid[])
-         ON CONFLICT (id) DO UPDATE
-         SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
-             updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
-             state = excluded.state, archived = excluded.archived,
-             expires_at = excluded.expires_at, boot_since = excluded.boot_since",
+        "WITH input (id, name, provider, template, status, ip, last_error, created_at,
+                     updated_at, last_sequence, state, archived, expires_at, boot_since,
+                     owner) AS (
+           SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[],
+                                $10::bigint[], $11::jsonb[], $12::bool[], $13::timestamptz[],
+                                $14::timestamptz[], $15::uuid[])),
+         before AS (
+           SELECT v.owner, v.provider, v.template FROM vm_views v JOIN input USING (id)
+           WHERE v.status <> 'destroyed'),
+         written AS (
+           INSERT INTO vm_views (id, name, provider, template, status, ip, last_error,
+                                 created_at, updated_at, last_sequence, state, archived,
+                                 expires_at, boot_since, owner)
+           SELECT * FROM input
+           ON CONFLICT (id) DO UPDATE
+           SET status = excluded.status, ip = excluded.ip, last_error = excluded.last_error,
+               updated_at = excluded.updated_at, last_sequence = excluded.last_sequence,
+               state = excluded.state, archived = excluded.archived,
+               expires_at = excluded.expires_at, boot_since = excluded.boot_since
+           RETURNING owner, provider, template, status),
+         change AS (
+           SELECT owner, provider, template, sum(d)::bigint AS d FROM (
+             SELECT owner, provider, template, -1 AS d FROM before
+             UNION ALL
+             SELECT owner, provider, template, 1 FROM written WHERE status <> 'destroyed'
+           ) c GROUP BY owner, provider, template HAVING sum(d) <> 0)
+         INSERT INTO vm_holdings (owner, provider, template, vms)
+         SELECT owner, provider, template, d FROM change
+         ON CONFLICT (owner, provider, template) DO UPDATE
+         SET vms = vm_holdings.vms + excluded.vms",
     )
     .bind(columns.ids)
     .bind(columns.names)
@@ -267,6 +289,9 @@ pub async fn save_many(
     .bind(columns.owners)
     .execute(&mut **tx)
     .await?;
+    sqlx::query("DELETE FROM vm_holdings WHERE vms = 0")
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -402,7 +427,7 @@ pub async fn job_logs(
 
 /// Empties the read models, to rebuild them from the events table.
 pub async fn reset(tx: &mut Transaction<'_, Postgres>) -> Result<(), sqlx::Error> {
-    sqlx::query("TRUNCATE vm_views, vm_logs")
+    sqlx::query("TRUNCATE vm_views, vm_logs, vm_holdings")
         .execute(&mut **tx)
         .await?;
     Ok(())

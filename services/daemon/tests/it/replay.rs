@@ -10,9 +10,10 @@ use store::PgPool;
 
 use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
-const READ_MODELS: [&str; 5] = [
+const READ_MODELS: [&str; 6] = [
     "vm_views",
     "vm_logs",
+    "vm_holdings",
     "providers",
     "templates",
     "catalog_projection",
@@ -40,6 +41,27 @@ async fn read_models(pool: &PgPool) -> Value {
     .unwrap();
     all.insert("indexes".into(), json!(indexes));
     Value::Object(all)
+}
+
+/// The counts the projector keeps for quotas, by owner, provider and template.
+async fn holdings(pool: &PgPool) -> Vec<(String, String, String, i64)> {
+    store::sqlx::query_as(
+        "SELECT owner::text, provider, template, vms FROM vm_holdings ORDER BY 1, 2, 3",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// The same counted from the VMs' rows: those not destroyed.
+async fn counted_holdings(pool: &PgPool) -> Vec<(String, String, String, i64)> {
+    store::sqlx::query_as(
+        "SELECT owner::text, provider, template, count(*) FROM vm_views
+         WHERE status <> 'destroyed' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
 }
 
 /// Waits until the projector folded every event committed so far.
@@ -130,10 +152,11 @@ async fn a_replay_while_the_daemon_runs_rebuilds_every_read_model_row_for_row() 
         let vms = projector::Scope::named(Some("vms")).unwrap();
         projector::replay(&app.pool, vms).await.unwrap()
     });
-    assert_eq!(replayed.tables, ["vm_views", "vm_logs"]);
+    assert_eq!(replayed.tables, ["vm_views", "vm_logs", "vm_holdings"]);
     app.wait_for_status(&work[1], "destroyed").await;
     wait_projected(&app.pool).await;
     let live = read_models(&app.pool).await;
+    assert_eq!(holdings(&app.pool).await, counted_holdings(&app.pool).await);
     projector::replay(&app.pool, projector::Scope::ALL)
         .await
         .unwrap();
