@@ -238,8 +238,9 @@ pub async fn save_many(
         return Ok(());
     }
     // The rows as they were (the statement's snapshot) and as written give each owner's
-    // change of holdings; `vm_holdings` takes it in the same statement.
-    sqlx::query(
+    // change of holdings; `vm_holdings` takes it in the same statement, and says whether a
+    // count fell to zero.
+    let emptied: Vec<bool> = sqlx::query_scalar(
         "WITH input (id, name, provider, template, status, ip, last_error, created_at,
                      updated_at, last_sequence, state, archived, expires_at, boot_since,
                      owner) AS (
@@ -270,7 +271,8 @@ pub async fn save_many(
          INSERT INTO vm_holdings (owner, provider, template, vms)
          SELECT owner, provider, template, d FROM change
          ON CONFLICT (owner, provider, template) DO UPDATE
-         SET vms = vm_holdings.vms + excluded.vms",
+         SET vms = vm_holdings.vms + excluded.vms
+         RETURNING vms = 0",
     )
     .bind(columns.ids)
     .bind(columns.names)
@@ -287,11 +289,13 @@ pub async fn save_many(
     .bind(columns.expires)
     .bind(columns.boots)
     .bind(columns.owners)
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    sqlx::query("DELETE FROM vm_holdings WHERE vms = 0")
-        .execute(&mut **tx)
-        .await?;
+    if emptied.contains(&true) {
+        sqlx::query("DELETE FROM vm_holdings WHERE vms = 0")
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
