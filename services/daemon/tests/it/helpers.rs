@@ -39,7 +39,7 @@ pub struct TestApp {
 }
 
 /// The header of a command's answer: the position of its last event.
-const POSITION: &str = "provisioning-position";
+pub const POSITION: &str = "provisioning-position";
 
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(Roles::ALL).await

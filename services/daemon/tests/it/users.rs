@@ -5,14 +5,18 @@ use domain::identity::Role;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::helpers::{expect_json, TestApp};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A user and their personal API token.
+use crate::helpers::{expect_json, TestApp, POSITION};
+
+/// A user and their personal API token. Like a client reading its own writes, its `GET`s
+/// carry the position of the last command it was answered (the read models wait for it).
 pub struct Caller {
     pub id: String,
     pub token: String,
     address: String,
     client: reqwest::Client,
+    position: AtomicU64,
 }
 
 impl TestApp {
@@ -56,6 +60,7 @@ impl TestApp {
             token: first,
             address: self.address.clone(),
             client: self.client.clone(),
+            position: AtomicU64::new(0),
         };
         let made: Value = caller
             .json(
@@ -76,6 +81,7 @@ impl TestApp {
             token: token.into(),
             address: self.address.clone(),
             client: self.client.clone(),
+            position: AtomicU64::new(0),
         }
     }
 }
@@ -99,7 +105,22 @@ impl Caller {
         if let Some(body) = body {
             request = request.json(body);
         }
-        request.send().await.unwrap()
+        match self.position.load(Ordering::SeqCst) {
+            position if position > 0 && method == "GET" => {
+                request = request.header(POSITION, position.to_string());
+            }
+            _ => {}
+        }
+        let response = request.send().await.unwrap();
+        let answered = response
+            .headers()
+            .get(POSITION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(position) = answered {
+            self.position.fetch_max(position, Ordering::SeqCst);
+        }
+        response
     }
 
     /// The JSON body of `method path`, which must answer `status`.
