@@ -1,6 +1,10 @@
 //! `/api/v1/tokens`: personal API tokens, for scripts and the CLI. A token acts as its
 //! user (same role, same VMs); its secret is answered once, when it is made, and only its
 //! SHA-256 is stored. Revoked or expired tokens are refused with a 401.
+//!
+//! A token cannot outlive or outrank what made it: one made with a token expires no later
+//! than that token (a later expiry, or none, is capped to it), and one made through the
+//! admin token works only while that admin token is set (see `auth::tokens`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,7 +15,9 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::{tokens, Principal};
+use store::api_tokens::Minted;
+
+use crate::auth::{tokens, Credential, Principal};
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -26,7 +32,9 @@ pub fn router() -> Router<AppState> {
 pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
     pub name: String,
-    /// When it stops working (RFC 3339, in the future); never, when left out.
+    /// When it stops working (RFC 3339, in the future); never, when left out. A token made
+    /// with a token that expires expires no later than it: a later time, or none, is
+    /// capped to that token's expiry (the answer shows the expiry it got).
     #[serde(default, with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
@@ -87,6 +95,7 @@ impl From<store::api_tokens::ApiTokenRow> for TokenOut {
 pub async fn create_token(
     State(state): State<AppState>,
     principal: Principal,
+    credential: Credential,
     AppJson(input): AppJson<TokenIn>,
 ) -> Result<(StatusCode, Json<CreatedTokenOut>), ApiError> {
     // The same rule as an SSH key's name.
@@ -100,14 +109,50 @@ pub async fn create_token(
             reason: "must be in the future".into(),
         });
     }
+    let admin_token_hash = tokens::admin_token_hash(&state);
+    let (expires_at, minted) = match &credential {
+        Credential::Token {
+            id,
+            expires_at: Some(limit),
+            admin_token_hash,
+            ..
+        } => (
+            Some(input.expires_at.map_or(*limit, |at| at.min(*limit))),
+            Minted {
+                by: Some(*id),
+                admin_token_hash: admin_token_hash.as_deref(),
+            },
+        ),
+        Credential::Token {
+            id,
+            expires_at: None,
+            admin_token_hash,
+            ..
+        } => (
+            input.expires_at,
+            Minted {
+                by: Some(*id),
+                admin_token_hash: admin_token_hash.as_deref(),
+            },
+        ),
+        Credential::AdminToken => (
+            input.expires_at,
+            Minted {
+                by: None,
+                admin_token_hash: admin_token_hash.as_deref(),
+            },
+        ),
+        Credential::Jwt(_) | Credential::Session(_) => (input.expires_at, Minted::default()),
+    };
     let secret = tokens::generate();
-    let row = store::api_tokens::insert(
+    let row = store::api_tokens::insert_minted(
         &state.pool,
         principal.user,
         name.as_str(),
         &secret[..tokens::SHOWN],
         &tokens::hash(&secret),
-        input.expires_at,
+        expires_at,
+        &minted,
     )
     .await?;
     tracing::info!(token = %row.id, "personal API token made");
