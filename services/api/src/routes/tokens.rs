@@ -2,8 +2,8 @@
 //! user (same role, same VMs); its secret is answered once, when it is made, and only its
 //! SHA-256 is stored. Revoked or expired tokens are refused with a 401.
 //!
-//! A token cannot outlive or outrank what made it: one made with a token expires no later
-//! than that token (a later expiry, or none, is capped to it), and one made through the
+//! A token cannot outlive or outrank what made it: one made with a token (or a bearer JWT)
+//! expires no later than that token (a later expiry, or none, is capped to it), and one made through the
 //! admin token works only while that admin token is set (see `auth::tokens`).
 
 use axum::extract::{Path, State};
@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use store::api_tokens::Minted;
 
-use crate::auth::{tokens, Credential, Principal};
+use crate::auth::{jwt, tokens, Credential, Principal};
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -33,8 +33,8 @@ pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
     pub name: String,
     /// When it stops working (RFC 3339, in the future); never, when left out. A token made
-    /// with a token that expires expires no later than it: a later time, or none, is
-    /// capped to that token's expiry (the answer shows the expiry it got).
+    /// with a token (or a JWT) that expires expires no later than it: a later time, or
+    /// none, is capped to that expiry (the answer shows the expiry it got).
     #[serde(default, with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
@@ -142,7 +142,15 @@ pub async fn create_token(
                 admin_token_hash: admin_token_hash.as_deref(),
             },
         ),
-        Credential::Jwt(_) | Credential::Session(_) => (input.expires_at, Minted::default()),
+        // A JWT expires too: a token made with one expires no later.
+        Credential::Jwt(token) => match jwt::expires_at(token) {
+            Some(limit) => (
+                Some(input.expires_at.map_or(limit, |at| at.min(limit))),
+                Minted::default(),
+            ),
+            None => (input.expires_at, Minted::default()),
+        },
+        Credential::Session(_) => (input.expires_at, Minted::default()),
     };
     let secret = tokens::generate();
     let row = store::api_tokens::insert_minted(

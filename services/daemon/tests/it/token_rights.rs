@@ -10,6 +10,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::helpers::{base_config, spawn_app_with, TestApp};
+use crate::oidc_provider::{spawn_signed_in_app, TestProvider, AUDIENCE};
 
 async fn app() -> TestApp {
     spawn_app_with(Roles {
@@ -89,6 +90,27 @@ async fn a_token_made_with_an_expiring_token_expires_no_later_than_it() {
         )
         .await;
     assert_eq!(expiry(&free), None);
+}
+
+#[tokio::test]
+async fn a_token_made_with_a_jwt_expires_no_later_than_it() {
+    let provider = TestProvider::start().await;
+    let app = spawn_signed_in_app(&provider, |_| {}).await;
+    let jwt = provider
+        .access_token("alice", "alice-password", AUDIENCE)
+        .await;
+    let exp = api::auth::jwt::expires_at(&jwt).expect("the provider's JWTs expire");
+    let made: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/tokens", app.address))
+        .bearer_auth(&jwt)
+        .json(&json!({"name": "from-a-jwt"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(expiry(&made), Some(exp), "{made}");
 }
 
 /// An API-only application on `app`'s database with `admin_token` (none: off); its address,
