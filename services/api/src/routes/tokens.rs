@@ -110,47 +110,11 @@ pub async fn create_token(
         });
     }
     let admin_token_hash = tokens::admin_token_hash(&state);
-    let (expires_at, minted) = match &credential {
-        Credential::Token {
-            id,
-            expires_at: Some(limit),
-            admin_token_hash,
-            ..
-        } => (
-            Some(input.expires_at.map_or(*limit, |at| at.min(*limit))),
-            Minted {
-                by: Some(*id),
-                admin_token_hash: admin_token_hash.as_deref(),
-            },
-        ),
-        Credential::Token {
-            id,
-            expires_at: None,
-            admin_token_hash,
-            ..
-        } => (
-            input.expires_at,
-            Minted {
-                by: Some(*id),
-                admin_token_hash: admin_token_hash.as_deref(),
-            },
-        ),
-        Credential::AdminToken => (
-            input.expires_at,
-            Minted {
-                by: None,
-                admin_token_hash: admin_token_hash.as_deref(),
-            },
-        ),
-        // A JWT expires too: a token made with one expires no later.
-        Credential::Jwt(token) => match jwt::expires_at(token) {
-            Some(limit) => (
-                Some(input.expires_at.map_or(limit, |at| at.min(limit))),
-                Minted::default(),
-            ),
-            None => (input.expires_at, Minted::default()),
-        },
-        Credential::Session(_) => (input.expires_at, Minted::default()),
+    let minted = minted_with(&credential, admin_token_hash.as_deref());
+    // No later than the credential that makes it, when that one expires.
+    let expires_at = match (input.expires_at, expires_at_of(&credential)) {
+        (Some(asked), Some(limit)) => Some(asked.min(limit)),
+        (asked, limit) => asked.or(limit),
     };
     let secret = tokens::generate();
     let row = store::api_tokens::insert_minted(
@@ -171,6 +135,36 @@ pub async fn create_token(
             info: row.into(),
         }),
     ))
+}
+
+/// What a new token made with `credential` records of it: the token that made it, and the
+/// admin token it comes from (`admin_token_hash`: the one set now), passed down the chain.
+fn minted_with<'a>(credential: &'a Credential, admin_token_hash: Option<&'a [u8]>) -> Minted<'a> {
+    match credential {
+        Credential::Token {
+            id,
+            admin_token_hash,
+            ..
+        } => Minted {
+            by: Some(*id),
+            admin_token_hash: admin_token_hash.as_deref(),
+        },
+        Credential::AdminToken => Minted {
+            by: None,
+            admin_token_hash,
+        },
+        Credential::Jwt(_) | Credential::Session(_) => Minted::default(),
+    }
+}
+
+/// When `credential` stops working by itself: a token's expiry, a JWT's `exp`. Sessions
+/// are not counted: signing in is how a user makes a long-lived token on purpose.
+fn expires_at_of(credential: &Credential) -> Option<OffsetDateTime> {
+    match credential {
+        Credential::Token { expires_at, .. } => *expires_at,
+        Credential::Jwt(token) => jwt::expires_at(token),
+        Credential::AdminToken | Credential::Session(_) => None,
+    }
 }
 
 /// The caller's tokens (not revoked; expired ones included), oldest first.
