@@ -27,7 +27,7 @@ pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
     pub name: String,
     /// When it stops working (RFC 3339, in the future); never, when left out.
-    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[serde(default, deserialize_with = "crate::timestamps::optional")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
 }

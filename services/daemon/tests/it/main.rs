@@ -15,6 +15,8 @@ mod dispatch;
 mod drift;
 mod forgery;
 mod helpers;
+mod hostile_input;
+mod hostile_resources;
 mod ingester;
 mod jobs;
 mod lifecycle;
