@@ -55,6 +55,8 @@ pub enum StartupError {
     Config(#[from] ConfigError),
     #[error("Postgres: {0}")]
     Store(#[from] store::StoreError),
+    #[error("could not prepare Terraform's state backend (PROVISIONING_TF_BACKEND_URL)")]
+    TerraformState(#[source] store::StoreError),
     #[error("could not connect to NATS: {0}")]
     Nats(#[from] bus::async_nats::ConnectError),
     #[error("JetStream: {0}")]
@@ -109,6 +111,17 @@ pub struct Application {
     cancel: CancellationToken,
 }
 
+/// Makes the `pg` backend's schema and table before this process starts any runner: the
+/// first inits of a new state database, run together, would race to make them.
+async fn prepare_terraform_state(url: &str) -> Result<(), StartupError> {
+    let pool = store::connect(url, 1)
+        .await
+        .map_err(StartupError::TerraformState)?;
+    let prepared = store::terraform_state::prepare(&pool).await;
+    pool.close().await;
+    prepared.map_err(StartupError::TerraformState)
+}
+
 /// The runners' master secret: configured, or the one the daemons keep in Postgres.
 async fn runner_keys(
     pool: &store::PgPool,
@@ -151,6 +164,9 @@ impl Application {
         let runner_keys = runner_keys(&pool, &config.runner_bus).await?;
         let (backend_conn_str, backend_password) =
             backend_connection(config.tf_backend_url.expose_secret())?;
+        if roles.dispatcher {
+            prepare_terraform_state(config.tf_backend_url.expose_secret()).await?;
+        }
         let backend_secret = config
             .kubernetes
             .as_ref()

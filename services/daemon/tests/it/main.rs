@@ -41,6 +41,7 @@ mod snapshots;
 mod sse;
 mod ssh_keys;
 mod stream;
+mod terraform_state;
 mod tokens;
 mod users;
 mod vm_life;
