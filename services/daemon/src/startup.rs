@@ -84,10 +84,6 @@ pub enum StartupError {
     },
 }
 
-/// Messages a live stream's NATS subscription holds before NATS drops the rest for it (the
-/// stream then reads them from Postgres).
-const STREAM_CAPACITY: usize = 256;
-
 pub struct Application {
     roles: Roles,
     listener: Option<TcpListener>,
@@ -243,9 +239,15 @@ impl Application {
             life.expiry_warnings.clone(),
             life.boot_timeout,
         );
-        let stream_nats =
-            bus::Bus::connect_for_streams(&config.nats_url, &bus::NatsAuth::Url, STREAM_CAPACITY)
-                .await?;
+        let stream_nats = bus::Bus::connect_for_streams(
+            &config.nats_url,
+            &bus::NatsAuth::Url,
+            config.stream_capacity,
+            || {
+                telemetry::metrics().stream_messages_dropped.inc();
+            },
+        )
+        .await?;
         let cancel = CancellationToken::new();
         let state = api::AppState {
             hub: api::StreamHub::new(pool.clone()),

@@ -1,6 +1,7 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
 mod access;
+mod admin_stream_filters;
 mod answers;
 mod api;
 mod app_thread;
@@ -41,6 +42,7 @@ mod snapshots;
 mod sse;
 mod ssh_keys;
 mod stream;
+mod stream_gaps;
 mod terraform_state;
 mod tokens;
 mod users;
