@@ -8,6 +8,7 @@ mod app_thread;
 mod audit;
 mod backend_role;
 mod bench;
+mod busy_gauges;
 mod catalog;
 mod contract;
 mod dashboards;
