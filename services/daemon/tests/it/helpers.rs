@@ -152,6 +152,7 @@ fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
         oidc: None,
         policy_dir: None,
         bootstrap_admins: vec![],
+        stream_capacity: daemon::config::DEFAULT_STREAM_CAPACITY,
     }
 }
 

@@ -1,12 +1,14 @@
 //! End-to-end tests: the real daemon against real Postgres, NATS JetStream and Terraform.
 
 mod access;
+mod admin_stream_filters;
 mod answers;
 mod api;
 mod app_thread;
 mod audit;
 mod backend_role;
 mod bench;
+mod busy_gauges;
 mod catalog;
 mod contract;
 mod dashboards;
@@ -45,6 +47,8 @@ mod snapshots;
 mod sse;
 mod ssh_keys;
 mod stream;
+mod stream_gaps;
+mod terraform_state;
 mod tokens;
 mod users;
 mod vm_life;
