@@ -45,7 +45,7 @@ fn the_same_template_id_may_exist_in_two_providers() {
 #[test]
 fn a_template_needs_a_positive_size_and_valid_texts() {
     type Change = fn(&mut TemplateSpec);
-    let cases: [(Change, &str, &str); 7] = [
+    let cases: [(Change, &str, &str); 8] = [
         (|t| t.cpu = 0, "cpu", "must be greater than 0"),
         (|t| t.ram_gb = -1, "ram_gb", "must be greater than 0"),
         (|t| t.storage_gb = 0, "storage_gb", "must be greater than 0"),
@@ -68,6 +68,11 @@ fn a_template_needs_a_positive_size_and_valid_texts() {
             |t| t.tags = vec!["gpu".into(), "gpu".into()],
             "tags",
             "\"gpu\" is listed twice",
+        ),
+        (
+            |t| t.tags = (0..33).map(|i| format!("t{i}")).collect(),
+            "tags",
+            "must be at most 32 tags, not 33",
         ),
     ];
     for (change, field, reason) in cases {

@@ -272,6 +272,10 @@ fn a_provider_order_must_name_every_provider_once() {
             "\"nrec\" is listed twice",
         ),
         (vec![pid("nrec"), pid("aws")], "\"aws\" does not exist"),
+        (
+            (0..1001).map(|i| pid(&format!("p{i}"))).collect(),
+            "must list at most 1000 ids, not 1001",
+        ),
     ];
     for (ids, reason) in cases {
         given()

@@ -22,3 +22,4 @@ pub use aggregate::{Catalog, Seed, CATALOG_ID};
 pub use commands::CatalogCommand;
 pub use error::CatalogError;
 pub use events::{present, CatalogEvent, ProviderSpec, TemplateChanges, TemplateSpec};
+pub use rules::{MAX_ORDER, MAX_TAGS};

@@ -7,6 +7,11 @@ use std::hash::Hash;
 use super::events::{TemplateChanges, TemplateSpec};
 use crate::provisioning::{ProviderId, TemplateId, ValueError};
 
+/// The most tags a template may have.
+pub const MAX_TAGS: usize = 32;
+/// The most ids a new order may list: as many as the catalog could sensibly hold.
+pub const MAX_ORDER: usize = 1000;
+
 impl TemplateChanges {
     pub(super) fn validate(&self) -> Result<(), ValueError> {
         let texts = [
@@ -132,6 +137,12 @@ fn positive(field: &'static str, value: i32) -> Result<(), ValueError> {
 
 /// Tags are lowercase words such as `simple`, `gpu` or `jupyter-notebook`, each once.
 fn tags(tags: &[String]) -> Result<(), ValueError> {
+    if tags.len() > MAX_TAGS {
+        return Err(invalid(
+            "tags",
+            format!("must be at most {MAX_TAGS} tags, not {}", tags.len()),
+        ));
+    }
     let mut seen = HashSet::new();
     for tag in tags {
         let word = !tag.is_empty()
@@ -160,6 +171,12 @@ pub(super) fn permutation<'a, T>(
 where
     T: Eq + Hash + AsIdStr + 'a,
 {
+    if ids.len() > MAX_ORDER {
+        return Err(invalid(
+            "ids",
+            format!("must list at most {MAX_ORDER} ids, not {}", ids.len()),
+        ));
+    }
     let existing: HashSet<&T> = existing.collect();
     let mut seen = HashSet::new();
     for id in ids {

@@ -23,6 +23,6 @@ pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId,
-    VmName, VmSpec, MIN_RSA_BITS,
+    VmName, VmSpec, MAX_SSH_KEY_LEN, MIN_RSA_BITS,
 };
 pub use views::{DriftReport, JobRecord, Stamp, VmView};

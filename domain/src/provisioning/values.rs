@@ -207,6 +207,10 @@ pub struct SshPublicKey(String);
 /// The shortest RSA key accepted: what NIST recommends past 2030 (SP 800-57).
 pub const MIN_RSA_BITS: usize = 3072;
 
+/// The longest key line accepted, in bytes: OpenSSH's own limit on a key's blob. A 16384-bit
+/// RSA key with a long comment fits; the key travels in every job message of its VM.
+pub const MAX_SSH_KEY_LEN: usize = 16 * 1024;
+
 impl SshPublicKey {
     /// A key sent as `ssh_public_key`.
     pub fn parse(s: &str) -> Result<Self, ValueError> {
@@ -216,6 +220,12 @@ impl SshPublicKey {
     /// A key sent in the input field `field`; errors name it.
     pub fn parse_field(field: &'static str, s: &str) -> Result<Self, ValueError> {
         let s = s.trim();
+        if s.len() > MAX_SSH_KEY_LEN {
+            return Err(ValueError::new(
+                field,
+                format!("must be at most {MAX_SSH_KEY_LEN} bytes long"),
+            ));
+        }
         // One line of printable text: the key ends up in cloud-init YAML and on VMs.
         if s.chars().any(char::is_control) {
             return Err(ValueError::new(
@@ -289,7 +299,7 @@ fn accepted_kind(key: &ssh_key::public::KeyData) -> Result<(), String> {
 }
 
 /// An IPv4 network in CIDR notation, allowed to reach the VM over SSH.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Cidr(ipnet::Ipv4Net);
 

@@ -37,6 +37,9 @@ pub enum ApiError {
     /// The caller holds too much at once (open streams and exports); the detail says what.
     #[error("{0}")]
     TooMany(String),
+    /// A request larger than the API takes (the body, or what it would make).
+    #[error("{0}")]
+    TooLarge(String),
     /// The cause stays whole (with its own sources) for the log; the client sees only
     /// "internal error".
     #[error("internal error")]
@@ -70,6 +73,7 @@ impl ApiError {
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::TooMany(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
+            ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }

@@ -1,40 +1,119 @@
 //! Extractors that answer a bad request with the API's own error body.
 
-use axum::extract::rejection::JsonRejection;
+use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::Json;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::ApiError;
 
-/// A JSON body; a body that is not JSON is a 400, one of the wrong shape a 422 naming
-/// `body`, both with the usual `{code, detail}`.
+/// The largest request body the API reads: larger ones are answered 413 `too_large`.
+pub const BODY_LIMIT: usize = 256 * 1024;
+
+/// A JSON body. A body that is not JSON is a 400; one of the wrong shape, or with a NUL
+/// character in a string (which Postgres cannot store as text), a 422 naming the field by
+/// its path (`allow_ssh_from[2]`; `body` for the whole); one over [`BODY_LIMIT`] a 413.
 pub struct AppJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for AppJson<T>
 where
-    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    T: DeserializeOwned,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let Json(value) = Json::<T>::from_request(request, state).await?;
-        Ok(AppJson(value))
+        if !json_content_type(request.headers()) {
+            return Err(ApiError::BadRequest(
+                "expected a request with `Content-Type: application/json`".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| match e.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+                _ => ApiError::BadRequest(e.body_text()),
+            })?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
+        if let Some(field) = nul_in(&value, "") {
+            return Err(ApiError::Invalid {
+                field,
+                reason: "must not contain a NUL character".into(),
+            });
+        }
+        serde_path_to_error::deserialize(value)
+            .map(AppJson)
+            .map_err(|e| {
+                let field = match e.path().to_string().as_str() {
+                    "." => "body".to_owned(),
+                    path => path.to_owned(),
+                };
+                ApiError::Invalid {
+                    field,
+                    reason: e.into_inner().to_string(),
+                }
+            })
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(e: JsonRejection) -> Self {
-        match e {
-            JsonRejection::JsonDataError(e) => ApiError::Invalid {
-                field: "body".into(),
-                reason: e.body_text(),
-            },
-            other => ApiError::BadRequest(other.body_text()),
-        }
+pub(crate) fn too_large() -> ApiError {
+    ApiError::TooLarge(format!(
+        "body: the request body is larger than the {} KiB the API takes",
+        BODY_LIMIT / 1024
+    ))
+}
+
+/// `application/json`, or another JSON type (`application/problem+json`).
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let essence = essence.to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The path of the first string (or key) of `value` holding a NUL character.
+fn nul_in(value: &Value, path: &str) -> Option<String> {
+    let named = |path: &str| match path {
+        "" => "body".to_owned(),
+        path => path.to_owned(),
+    };
+    match value {
+        Value::String(s) => s.contains('\0').then(|| named(path)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_in(item, &format!("{path}[{i}]"))),
+        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            let inner = match path {
+                "" => key.clone(),
+                path => format!("{path}.{key}"),
+            };
+            match key.contains('\0') {
+                true => Some(named(path)),
+                false => nul_in(item, &inner),
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// Refuses a text field holding a NUL character (for bodies not read by [`AppJson`]).
+pub(crate) fn no_nul(field: &str, value: Option<&str>) -> Result<(), ApiError> {
+    match value.is_some_and(|v| v.contains('\0')) {
+        true => Err(ApiError::Invalid {
+            field: field.into(),
+            reason: "must not contain a NUL character".into(),
+        }),
+        false => Ok(()),
     }
 }
 

@@ -1,7 +1,9 @@
 //! What every request passes through, outermost first: it gets its id, then it is counted
 //! (`/metrics`), then a span (method,
-//! matched route, request id; status and latency when answered), then the log of a 500's
-//! cause, then the timeout, then the shorter bound of commands.
+//! matched route, request id; status and latency when answered), then the refusal of NUL
+//! and non-UTF-8 text in its URL, then the JSON body of the framework's own errors, then
+//! the log of a 500's cause, then the timeout, then the shorter bound of commands, then
+//! the catching of a handler's panic (a 500). Bodies are read up to [`BODY_LIMIT`].
 
 use std::time::Duration;
 
@@ -16,7 +18,8 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use crate::error::log_internal;
-use crate::extract::{assign_request_id, RequestId};
+use crate::extract::{assign_request_id, RequestId, BODY_LIMIT};
+use crate::input::{json_errors, refuse_bad_text};
 use crate::ApiError;
 
 /// How long a handler may take to answer. The slowest waits up to 5 s for a read model.
@@ -58,13 +61,54 @@ where
                     // A 500's cause is logged by `log_internal`; once is enough.
                     .on_failure(()),
             )
+            .layer(axum::middleware::from_fn(refuse_bad_text))
+            .layer(axum::middleware::from_fn(json_errors))
             .layer(axum::middleware::from_fn(log_internal))
             .layer(HandleErrorLayer::new(move |e| timed_out(e, bounds.request)))
             .timeout(bounds.request)
             .layer(axum::middleware::from_fn(move |request, next| {
                 bound_command(request, next, bounds.command)
-            })),
+            }))
+            .layer(axum::middleware::from_fn(catch_panic))
+            .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT)),
     )
+}
+
+/// Answers a handler that panicked with an opaque 500, whose cause (the panic's message)
+/// `log_internal` logs once, instead of dropping the connection with no answer.
+async fn catch_panic(request: Request, next: Next) -> Response {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(next.run(request))
+        .catch_unwind()
+        .await
+    {
+        Ok(response) => response,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            ApiError::internal(format!("the handler panicked: {message}")).into_response()
+        }
+    }
+}
+
+/// The methods `/metrics` counts by name; any other is counted as `other`, so that
+/// made-up methods cannot add series without bound.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
 }
 
 /// Answers a command that took longer than `bound` with a 503. Dropping the handler's
@@ -87,14 +131,16 @@ async fn bound_command(request: Request, next: Next, bound: Duration) -> Respons
 }
 
 /// Counts the request and its latency (to the response's head) in the process's metrics, by
-/// route template, method and status; `unmatched` for a path no route has.
+/// route template, method and status; `unmatched` for a path no route has. Every label
+/// comes from a closed set: the routes' templates, the standard methods and `other`, the
+/// statuses the server answers.
 async fn count_request(request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or("unmatched", MatchedPath::as_str)
         .to_owned();
-    let method = request.method().to_string();
+    let method = method_label(request.method()).to_owned();
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let labels = telemetry::metrics::HttpLabels {
@@ -177,6 +223,13 @@ mod tests {
                 }),
             )
             .route(
+                "/panic",
+                get(|| async {
+                    let parsed: u8 = "not a number".parse().expect("a number");
+                    parsed.to_string()
+                }),
+            )
+            .route(
                 "/stream",
                 get(|| async {
                     // Answers at once, then sends for longer than the timeout, like SSE.
@@ -241,6 +294,36 @@ mod tests {
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(body.contains("no answer within 300ms"), "{body}");
         assert!(started.elapsed() >= TIMEOUT, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_panics_is_answered_500_with_the_error_body() {
+        let (status, body) = call("/panic").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body, r#"{"code":"internal","detail":"internal error"}"#);
+    }
+
+    #[tokio::test]
+    async fn made_up_methods_are_counted_as_other() {
+        let method = Method::from_bytes(b"XYZ123LAYERS").unwrap();
+        let (status, _) = call_with(method, "/command").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        let text = telemetry::metrics().encode();
+        assert!(!text.contains("XYZ123LAYERS"), "{text}");
+        assert!(
+            text.contains(r#"route="/command",method="other",status="405""#),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_framework_s_own_refusals_get_the_error_body() {
+        let (status, body) = call_with(Method::DELETE, "/slow").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(
+            body,
+            r#"{"code":"method_not_allowed","detail":"method not allowed"}"#
+        );
     }
 
     #[tokio::test]

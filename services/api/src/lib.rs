@@ -5,6 +5,7 @@ mod answers;
 pub mod auth;
 mod error;
 mod extract;
+mod input;
 mod layers;
 mod network;
 pub mod oidc;
@@ -12,6 +13,7 @@ mod openapi;
 pub mod policy;
 mod routes;
 mod streams;
+mod timestamps;
 
 use std::sync::Arc;
 

@@ -72,8 +72,13 @@ impl FromRequestParts<AppState> for ClientAddr {
     }
 }
 
+/// The most entries `allow_ssh_from` may have: a VM's spec travels whole in its job
+/// messages, which must fit a NATS message.
+pub const MAX_ALLOW_SSH_FROM: usize = 32;
+
 /// The networks of `entries`: IPv4 CIDRs within the platform's limit, and `me` for the
-/// caller's address as a /32. The first problem names its entry.
+/// caller's address as a /32, each once, in the order given. The first problem names its
+/// entry.
 pub fn allowed_networks(
     rules: &NetworkRules,
     entries: &[String],
@@ -86,14 +91,21 @@ pub fn allowed_networks(
     if entries.is_empty() {
         return Err(invalid("must name at least one network".into()));
     }
+    if entries.len() > MAX_ALLOW_SSH_FROM {
+        return Err(invalid(format!(
+            "must name at most {MAX_ALLOW_SSH_FROM} networks, not {}",
+            entries.len()
+        )));
+    }
     let mut networks = Vec::with_capacity(entries.len());
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
     for entry in entries {
         let network = match entry.trim() {
             "me" => me(caller).map_err(invalid)?,
             cidr => Cidr::parse(cidr)?,
         };
         network.check_width(rules.widest_prefix)?;
-        if !networks.contains(&network) {
+        if seen.insert(network) {
             networks.push(network);
         }
     }
@@ -160,5 +172,19 @@ mod tests {
         assert!(networks(&["10.0.0.0/8"], &from).is_err());
         assert!(networks(&["10.1.0.0/16"], &from).is_ok());
         assert!(networks(&[], &from).is_err());
+    }
+
+    #[test]
+    fn at_most_32_networks_are_taken_and_repeats_count_once() {
+        let from = caller("192.0.2.1");
+        let many: Vec<String> = (0..33).map(|i| format!("10.0.{i}.0/24")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let err = networks(&many, &from).unwrap_err();
+        assert_eq!(err, "allow_ssh_from: must name at most 32 networks, not 33");
+        assert_eq!(networks(&many[..32], &from).unwrap().len(), 32);
+        assert_eq!(
+            networks(&["me", "192.0.2.1/32", "10.1.0.0/16", "me"], &from).unwrap(),
+            ["192.0.2.1/32", "10.1.0.0/16"]
+        );
     }
 }

@@ -123,13 +123,25 @@ impl Bus {
     /// A second connection for the API's live streams: each subscription holds at most
     /// `capacity` messages, and a slow stream loses the rest (it fills the gap from
     /// Postgres) instead of growing without bound or holding up the JetStream consumers of
-    /// the main connection.
+    /// the main connection. `on_drop` is called when NATS drops a message for a full
+    /// subscription (at most once per message; the client may coalesce its notices).
     pub async fn connect_for_streams(
         url: &str,
         auth: &NatsAuth,
         capacity: usize,
+        on_drop: impl Fn() + Send + Sync + 'static,
     ) -> Result<async_nats::Client, async_nats::ConnectError> {
-        let options = async_nats::ConnectOptions::new().subscription_capacity(capacity);
+        let on_drop = std::sync::Arc::new(on_drop);
+        let options = async_nats::ConnectOptions::new()
+            .subscription_capacity(capacity)
+            .event_callback(move |event| {
+                let on_drop = on_drop.clone();
+                async move {
+                    if matches!(event, async_nats::Event::SlowConsumer(_)) {
+                        on_drop();
+                    }
+                }
+            });
         Ok(Self::connect_with(url, "", auth, options).await?.client)
     }
 }

@@ -57,7 +57,21 @@ pub fn check_server_urls(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What a message's headers (`Nats-Msg-Id`, a signature) and subject may take of the
+/// server's `max_payload`.
+pub const HEADER_ROOM: usize = 4096;
+
 impl Bus {
+    /// The largest payload the platform publishes: the server's `max_payload` less
+    /// [`HEADER_ROOM`]. The relay parks a larger event; the API refuses a request that
+    /// would make one it cannot do without (a VM's job).
+    pub fn payload_limit(&self) -> usize {
+        self.client
+            .server_info()
+            .max_payload
+            .saturating_sub(HEADER_ROOM)
+    }
+
     /// Connects to the servers of `url` (one URL or a comma-separated list), retrying
     /// until one answers.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, async_nats::ConnectError> {

@@ -80,6 +80,10 @@ pub struct Config {
     /// Emails made admins (`PROVISIONING_BOOTSTRAP_ADMINS`, separated by commas): at start
     /// and at their sign-in. A role is never lowered by it.
     pub bootstrap_admins: Vec<String>,
+    /// How many messages each live stream's NATS subscription holds before NATS drops the
+    /// rest for it (`PROVISIONING_STREAM_CAPACITY`, 256 by default); the stream then reads
+    /// what it missed from Postgres.
+    pub stream_capacity: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +215,7 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
+            stream_capacity: stream_capacity(&var)?,
         })
     }
 }
@@ -310,6 +315,23 @@ fn max_runners(
             }),
         None if kubernetes => Ok(DEFAULT_KUBERNETES_MAX_RUNNERS),
         None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
+    }
+}
+
+/// Messages a live stream's subscription holds unless `PROVISIONING_STREAM_CAPACITY` says.
+pub const DEFAULT_STREAM_CAPACITY: usize = 256;
+
+fn stream_capacity(var: &dyn Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
+    match var("PROVISIONING_STREAM_CAPACITY") {
+        None => Ok(DEFAULT_STREAM_CAPACITY),
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or(ConfigError {
+                name: "PROVISIONING_STREAM_CAPACITY",
+                reason: "must be a number above 0".into(),
+            }),
     }
 }
 

@@ -55,6 +55,8 @@ pub enum StartupError {
     Config(#[from] ConfigError),
     #[error("Postgres: {0}")]
     Store(#[from] store::StoreError),
+    #[error("could not prepare Terraform's state backend (PROVISIONING_TF_BACKEND_URL)")]
+    TerraformState(#[source] store::StoreError),
     #[error("could not connect to NATS: {0}")]
     Nats(#[from] bus::async_nats::ConnectError),
     #[error("JetStream: {0}")]
@@ -82,10 +84,6 @@ pub enum StartupError {
     },
 }
 
-/// Messages a live stream's NATS subscription holds before NATS drops the rest for it (the
-/// stream then reads them from Postgres).
-const STREAM_CAPACITY: usize = 256;
-
 /// How long a stopping server waits for the answers in progress (streams and exports end at
 /// once, unless their client stopped reading) before it cuts them.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -111,6 +109,17 @@ pub struct Application {
     runner_keys: bus::RunnerKeys,
     drift_check: Option<ingester::DriftCheckConfig>,
     cancel: CancellationToken,
+}
+
+/// Makes the `pg` backend's schema and table before this process starts any runner: the
+/// first inits of a new state database, run together, would race to make them.
+async fn prepare_terraform_state(url: &str) -> Result<(), StartupError> {
+    let pool = store::connect(url, 1)
+        .await
+        .map_err(StartupError::TerraformState)?;
+    let prepared = store::terraform_state::prepare(&pool).await;
+    pool.close().await;
+    prepared.map_err(StartupError::TerraformState)
 }
 
 /// The runners' master secret: configured, or the one the daemons keep in Postgres.
@@ -155,6 +164,9 @@ impl Application {
         let runner_keys = runner_keys(&pool, &config.runner_bus).await?;
         let (backend_conn_str, backend_password) =
             backend_connection(config.tf_backend_url.expose_secret())?;
+        if roles.dispatcher {
+            prepare_terraform_state(config.tf_backend_url.expose_secret()).await?;
+        }
         let backend_secret = config
             .kubernetes
             .as_ref()
@@ -231,9 +243,15 @@ impl Application {
             life.expiry_warnings.clone(),
             life.boot_timeout,
         );
-        let stream_nats =
-            bus::Bus::connect_for_streams(&config.nats_url, &bus::NatsAuth::Url, STREAM_CAPACITY)
-                .await?;
+        let stream_nats = bus::Bus::connect_for_streams(
+            &config.nats_url,
+            &bus::NatsAuth::Url,
+            config.stream_capacity,
+            || {
+                telemetry::metrics().stream_messages_dropped.inc();
+            },
+        )
+        .await?;
         let cancel = CancellationToken::new();
         let state = api::AppState {
             hub: api::StreamHub::new(pool.clone()),

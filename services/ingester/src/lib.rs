@@ -86,6 +86,7 @@ impl Ingester {
         metrics.ingester_batches.inc();
         metrics.ingester_messages.inc_by(messages.len() as u64);
         let mut jobs: Vec<((VmId, JobId), Reports)> = vec![];
+        let mut heard: Vec<(VmId, JobId)> = vec![];
         for message in messages {
             let parsed: RunnerMessage = match serde_json::from_slice(&message.payload) {
                 Ok(parsed) => parsed,
@@ -104,6 +105,9 @@ impl Ingester {
             if !jobs.iter().any(|(k, _)| *k == key) {
                 jobs.push((key, vec![]));
             }
+            if first_delivery(&message) && !heard.contains(&key) {
+                heard.push(key);
+            }
             let Some((message, report)) = liveness::take_heartbeat(message, parsed.report).await
             else {
                 continue;
@@ -113,7 +117,6 @@ impl Ingester {
                 None => jobs.push((key, vec![(message, report)])),
             }
         }
-        let heard: Vec<(VmId, JobId)> = jobs.iter().map(|(k, _)| *k).collect();
         let mut vms: Vec<VmSteps> = vec![];
         for ((vm, job), reports) in jobs {
             let steps = steps(job, reports);
@@ -311,6 +314,14 @@ fn metadata(vm: VmId) -> Metadata {
 /// delay would hold every later line of the job back with it.
 const RETRY_DELAY: Duration = Duration::from_millis(250);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(2);
+
+/// Whether JetStream delivers the message for the first time. Only a first delivery is a
+/// sign of life: a message naked and delivered again (a line waiting for a missing one)
+/// says nothing new about its runner, and would otherwise keep a dead runner's job looking
+/// alive until its deadline.
+fn first_delivery(message: &Message) -> bool {
+    message.info().map_or(true, |info| info.delivered <= 1)
+}
 
 fn retry_delay(message: &Message) -> Duration {
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1).max(1);

@@ -9,6 +9,9 @@ use store::PgPool;
 /// Records that the runners of `jobs` were heard from now, in one statement. A failure is
 /// only logged: the messages are still recorded, and the next ones touch the rows again.
 pub async fn heard_from(pool: &PgPool, jobs: &[(VmId, JobId)]) {
+    if jobs.is_empty() {
+        return;
+    }
     if let Err(e) = store::liveness::touch_all(pool, jobs).await {
         tracing::warn!(jobs = jobs.len(), error = %e, "could not record that the runners are alive");
     }

@@ -82,7 +82,7 @@ pub async fn publish<'a>(
     let mut poison = vec![];
     // The type of each event published, as its subject names it (the current name).
     let mut published = vec![];
-    let limit = max_payload(bus);
+    let limit = bus.payload_limit();
     for event in events {
         let (envelope, job) = match envelope::messages(&bus.subjects, event, &providers) {
             Ok(messages) => messages,
@@ -117,11 +117,6 @@ pub async fn publish<'a>(
         metrics.count_event(false, event_type);
     }
     Ok(poison)
-}
-
-/// The server's `max_payload`, less room for the headers (`Nats-Msg-Id`) and subject.
-fn max_payload(bus: &Bus) -> usize {
-    bus.client.server_info().max_payload.saturating_sub(4096)
 }
 
 /// The cursor the relay has published up to.

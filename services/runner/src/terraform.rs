@@ -105,8 +105,12 @@ fn refresh_only_since(version: &str) -> bool {
 /// Terraform's own messages only: a state lock held by another run (the lock diagnostic, or
 /// the `pg` backend's lock for creating a workspace), or two first runs creating the
 /// backend's schema and table together (Postgres refuses the second with a duplicate key in
-/// its system catalogs, `pg_namespace`, `pg_type` or `pg_class`). Any other error, even one
-/// that mentions a lock or a block, is the configuration's and is not run again.
+/// its system catalogs, `pg_namespace`, `pg_type` or `pg_class`, or, when the first commits
+/// between the second's check and its insert, with `relation "states" already exists` for
+/// one of the backend's own objects). The daemon prepares those objects before it starts
+/// runners; this covers a state database emptied or replaced while it runs. Any other
+/// error, even one that mentions a lock, a block or an existing relation, is the
+/// configuration's and is not run again.
 fn contended(summary: &str) -> bool {
     const HELD_LOCK: &[&str] = &[
         "Error acquiring the state lock",
@@ -114,7 +118,19 @@ fn contended(summary: &str) -> bool {
         "already locked for workspace creation",
     ];
     const CATALOG_RACE: &str = "duplicate key value violates unique constraint \"pg_";
-    HELD_LOCK.iter().any(|m| summary.contains(m)) || summary.contains(CATALOG_RACE)
+    const BACKEND_OBJECTS_MADE_MEANWHILE: &[&str] = &[
+        "pq: schema \"terraform_remote_state\" already exists",
+        "pq: relation \"global_states_id_seq\" already exists",
+        "pq: relation \"states\" already exists",
+        "pq: relation \"states_pkey\" already exists",
+        "pq: relation \"states_name_key\" already exists",
+        "pq: relation \"states_by_name\" already exists",
+    ];
+    HELD_LOCK.iter().any(|m| summary.contains(m))
+        || summary.contains(CATALOG_RACE)
+        || BACKEND_OBJECTS_MADE_MEANWHILE
+            .iter()
+            .any(|m| summary.contains(m))
 }
 
 /// Runs a command again while it fails on a state lock. The `pg` backend takes one lock for
@@ -310,6 +326,13 @@ mod tests {
         assert!(contended(
             "pq: duplicate key value violates unique constraint \"pg_namespace_nspname_index\""
         ));
+        // Seen on a load run: the first run committed the table between the second's
+        // `IF NOT EXISTS` check and its insert.
+        assert!(contended("pq: relation \"states\" already exists"));
+        assert!(contended("pq: relation \"states_by_name\" already exists"));
+        assert!(contended(
+            "pq: schema \"terraform_remote_state\" already exists"
+        ));
     }
 
     #[test]
@@ -321,6 +344,8 @@ mod tests {
             "Blocks of type \"lock\" are not expected here",
             "Error releasing the state lock",
             "pq: duplicate key value violates unique constraint \"instances_pkey\"",
+            "pq: relation \"instances\" already exists",
+            "resource already exists",
         ] {
             assert!(!contended(summary), "{summary}");
         }

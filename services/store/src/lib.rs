@@ -20,6 +20,7 @@ pub mod projected;
 pub mod runner_keys;
 pub mod sessions;
 pub mod ssh_keys;
+pub mod terraform_state;
 mod together;
 pub mod upcast;
 pub mod users;

@@ -1,5 +1,6 @@
 //! When each claimed or running job last showed a sign of life (`job_liveness`): the
-//! dispatcher's claim, then every runner message. The watchdog judges silence from here.
+//! dispatcher's claim, then every runner message at its first delivery (one delivered again
+//! says nothing new). The watchdog judges silence from here.
 
 use domain::provisioning::{JobAction, JobId, JobLimits, VmId};
 use sqlx::PgPool;

@@ -18,41 +18,73 @@ pub struct PendingLogin {
     pub return_to: String,
 }
 
-/// Records a login under way; logins older than [`LOGIN_TTL`] are removed on the way.
-#[tracing::instrument(skip_all, err)]
+/// How many logins may be under way at once. `/auth/login` needs no credential, so each
+/// request adds a row: past this many, the oldest are dropped, and a loop of requests
+/// cannot grow the table without bound (it can only end other logins under way early,
+/// which then start again).
+pub const MAX_PENDING_LOGINS: i64 = 10_000;
+
+/// Records a login under way, bound to the browser whose login cookie hashes to
+/// `browser_hash`; logins older than [`LOGIN_TTL`], and the oldest past
+/// [`MAX_PENDING_LOGINS`], are removed on the way.
 pub async fn insert_login(
     pool: &PgPool,
     state_hash: &[u8],
+    browser_hash: &[u8],
     login: &PendingLogin,
+) -> Result<(), sqlx::Error> {
+    insert_login_within(pool, state_hash, browser_hash, login, MAX_PENDING_LOGINS).await
+}
+
+/// [`insert_login`] with at most `cap` logins kept.
+#[tracing::instrument(skip_all, err)]
+pub async fn insert_login_within(
+    pool: &PgPool,
+    state_hash: &[u8],
+    browser_hash: &[u8],
+    login: &PendingLogin,
+    cap: i64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM oidc_logins WHERE created_at < now() - make_interval(secs => $1)")
         .bind(LOGIN_TTL.as_secs_f64())
         .execute(pool)
         .await?;
     sqlx::query(
-        "INSERT INTO oidc_logins (state_hash, pkce_verifier, nonce, return_to)
-         VALUES ($1, $2, $3, $4)",
+        "INSERT INTO oidc_logins (state_hash, browser_hash, pkce_verifier, nonce, return_to)
+         VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(state_hash)
+    .bind(browser_hash)
     .bind(&login.pkce_verifier)
     .bind(&login.nonce)
     .bind(&login.return_to)
     .execute(pool)
     .await?;
+    sqlx::query(
+        "DELETE FROM oidc_logins WHERE state_hash IN (
+             SELECT state_hash FROM oidc_logins ORDER BY created_at DESC OFFSET $1)",
+    )
+    .bind(cap)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
-/// Takes the login with this state away, if it is there and not too old: a state works once.
+/// Takes the login with this state away, if it is there, not too old, and was started by
+/// the browser whose login cookie hashes to `browser_hash`: a state works once, and only
+/// in its own browser. A login asked for by another browser stays, for its own.
 #[tracing::instrument(skip_all, err)]
 pub async fn take_login(
     pool: &PgPool,
     state_hash: &[u8],
+    browser_hash: &[u8],
 ) -> Result<Option<PendingLogin>, sqlx::Error> {
     sqlx::query_as(
-        "DELETE FROM oidc_logins WHERE state_hash = $1
+        "DELETE FROM oidc_logins WHERE state_hash = $1 AND browser_hash = $2
          RETURNING pkce_verifier, nonce, return_to, created_at",
     )
     .bind(state_hash)
+    .bind(browser_hash)
     .fetch_optional(pool)
     .await
     .map(|row: Option<(String, String, String, OffsetDateTime)>| {

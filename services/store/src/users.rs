@@ -1,5 +1,5 @@
 //! `users`: the people who use the platform, with their role, status and groups. Sign-in
-//! makes or updates a row; `grant-admin` may make one before its first sign-in.
+//! makes or updates a row (`sign_in`); `grant-admin` may make one before its first sign-in.
 
 use domain::identity::{Role, UserId};
 use sqlx::PgPool;
@@ -7,6 +7,14 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::StoreError;
+
+mod sign_in;
+
+pub use sign_in::{upsert_signed_in, SignIn, SignInError};
+
+/// The built-in admin's issuer and subject: not a URL, so no OpenID provider has it.
+pub const BUILTIN_ISSUER: &str = "urn:provisioning:builtin";
+pub const BUILTIN_SUBJECT: &str = "admin";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
@@ -43,16 +51,6 @@ impl std::str::FromStr for UserStatus {
             other => Err(format!("unknown user status {other:?}: active or disabled")),
         }
     }
-}
-
-/// What a sign-in tells of its user (from the ID token's claims).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignIn {
-    pub issuer: String,
-    pub subject: String,
-    pub email: String,
-    pub name: Option<String>,
-    pub groups: Vec<String>,
 }
 
 /// A user with when they were made and last signed in, for the admin list.
@@ -104,55 +102,6 @@ fn user(row: Row) -> Result<User, StoreError> {
     UserRecord::try_from(row).map(|r| r.user)
 }
 
-/// Records a sign-in: the row of (issuer, subject), else the row with that email and no
-/// subject yet (one `grant-admin` made), else a new one. Email, name and groups follow the
-/// sign-in; an email in `bootstrap_admins` is raised to admin. A role is never lowered here.
-#[tracing::instrument(skip_all, err)]
-pub async fn upsert_signed_in(
-    pool: &PgPool,
-    sign_in: &SignIn,
-    bootstrap_admins: &[String],
-) -> Result<User, StoreError> {
-    let email = sign_in.email.trim().to_lowercase();
-    let bootstrap = bootstrap_admins
-        .iter()
-        .any(|a| a.trim().eq_ignore_ascii_case(&email));
-    let mut tx = pool.begin().await?;
-    let existing: Option<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM users WHERE issuer = $1 AND subject = $2
-         UNION ALL
-         SELECT id FROM users WHERE email = $3 AND subject IS NULL
-         LIMIT 1",
-    )
-    .bind(&sign_in.issuer)
-    .bind(&sign_in.subject)
-    .bind(&email)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let id = existing.unwrap_or_else(Uuid::new_v4);
-    let row: Row = sqlx::query_as(&format!(
-        "INSERT INTO users (id, issuer, subject, email, name, groups, role, last_sign_in_at)
-         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN 'admin' ELSE 'user' END, now())
-         ON CONFLICT (id) DO UPDATE SET
-             issuer = EXCLUDED.issuer, subject = EXCLUDED.subject, email = EXCLUDED.email,
-             name = EXCLUDED.name, groups = EXCLUDED.groups,
-             role = CASE WHEN $7 AND users.role = 'user' THEN 'admin' ELSE users.role END,
-             last_sign_in_at = now(), updated_at = now()
-         RETURNING {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(&sign_in.issuer)
-    .bind(&sign_in.subject)
-    .bind(&email)
-    .bind(&sign_in.name)
-    .bind(&sign_in.groups)
-    .bind(bootstrap)
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    user(row)
-}
-
 /// The user `id`, if there is one.
 #[tracing::instrument(skip_all, fields(user = %id), err)]
 pub async fn get(pool: &PgPool, id: UserId) -> Result<Option<User>, StoreError> {
@@ -163,23 +112,28 @@ pub async fn get(pool: &PgPool, id: UserId) -> Result<Option<User>, StoreError> 
     row.map(user).transpose()
 }
 
-/// The user with `email` (any case), if there is one.
+/// The user who holds `email` (any case) for sure, if there is one: a row waiting for its
+/// first sign-in, or a user whose provider verified that email.
 #[tracing::instrument(skip_all, err)]
 pub async fn by_email(pool: &PgPool, email: &str) -> Result<Option<User>, StoreError> {
-    let row: Option<Row> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM users WHERE email = $1"))
-        .bind(email.trim().to_lowercase())
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM users WHERE email = $1 AND (subject IS NULL OR email_verified)"
+    ))
+    .bind(email.trim().to_lowercase())
+    .fetch_optional(pool)
+    .await?;
     row.map(user).transpose()
 }
 
-/// Makes the user with `email` an admin (a super admin stays one), creating the row if it
-/// does not exist yet: their first sign-in links it.
+/// Makes the user who holds `email` for sure (see [`by_email`]) an admin (a super admin
+/// stays one), creating a row waiting for that email otherwise: the first sign-in with that
+/// email verified by the provider takes it. A user who only says that email, unverified,
+/// is not made an admin.
 #[tracing::instrument(skip_all, err)]
 pub async fn grant_admin(pool: &PgPool, email: &str) -> Result<User, StoreError> {
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO users (id, email, role) VALUES ($1, $2, 'admin')
-         ON CONFLICT (email) DO UPDATE SET
+         ON CONFLICT (email) WHERE subject IS NULL OR email_verified DO UPDATE SET
              role = CASE WHEN users.role = 'super_admin' THEN 'super_admin' ELSE 'admin' END,
              updated_at = now()
          RETURNING {COLUMNS}"
@@ -232,15 +186,20 @@ pub async fn list(pool: &PgPool) -> Result<Vec<UserRecord>, StoreError> {
     rows.into_iter().map(UserRecord::try_from).collect()
 }
 
-/// Makes sure the built-in admin's row exists and is a super admin (the migration made
-/// it; an operator may have changed it since).
+/// Makes sure the built-in admin's row exists, is a super admin and keeps the identity no
+/// OpenID provider can sign in with (the migrations made it; an operator may have changed
+/// it since).
 #[tracing::instrument(skip_all, err)]
 pub async fn ensure_builtin_admin(pool: &PgPool) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO users (id, email, name, role) VALUES ($1, 'admin@localhost', 'built-in admin', 'super_admin')
-         ON CONFLICT (id) DO UPDATE SET role = 'super_admin'",
+        "INSERT INTO users (id, issuer, subject, email, name, role)
+         VALUES ($1, $2, $3, 'admin@localhost', 'built-in admin', 'super_admin')
+         ON CONFLICT (id) DO UPDATE SET
+             role = 'super_admin', issuer = EXCLUDED.issuer, subject = EXCLUDED.subject",
     )
     .bind(UserId::BUILTIN_ADMIN.as_uuid())
+    .bind(BUILTIN_ISSUER)
+    .bind(BUILTIN_SUBJECT)
     .execute(pool)
     .await?;
     Ok(())

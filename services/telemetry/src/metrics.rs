@@ -73,6 +73,7 @@ pub struct Metrics {
     pub events_relayed: Family<TypeLabels, Counter>,
     pub ingester_batches: Counter,
     pub ingester_messages: Counter,
+    pub stream_messages_dropped: Counter,
     pub runner_starts: Family<RunnerLabels, Counter>,
     pub vms: Family<VmLabels, Gauge>,
     pub jobs: Family<JobLabels, Gauge>,
@@ -120,6 +121,13 @@ impl Metrics {
             "Runner messages the ingester applied",
             ingester_messages.clone(),
         );
+        let stream_messages_dropped = Counter::default();
+        registry.register(
+            "provisioning_stream_messages_dropped",
+            "Live events NATS dropped for a stream's full subscription (the stream read them \
+             from Postgres instead)",
+            stream_messages_dropped.clone(),
+        );
         let runner_starts = Family::default();
         registry.register(
             "provisioning_runner_starts",
@@ -165,6 +173,7 @@ impl Metrics {
             events_relayed,
             ingester_batches,
             ingester_messages,
+            stream_messages_dropped,
             runner_starts,
             vms,
             jobs,

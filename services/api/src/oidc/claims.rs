@@ -19,6 +19,8 @@ pub struct Profile {
     pub subject: String,
     /// Lowercased.
     pub email: Option<String>,
+    /// Whether the provider says it verified `email` (`email_verified`).
+    pub email_verified: bool,
     pub name: Option<String>,
     pub groups: Vec<String>,
 }
@@ -30,6 +32,16 @@ pub(crate) fn payload(jwt: &str) -> Option<Map<String, Value>> {
         .decode(part.trim_end_matches('='))
         .ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// Whether `claims` say their email is verified: `email_verified` true (or `"true"`, as a
+/// few providers send it); absent or anything else is unverified.
+pub(crate) fn email_verified(claims: &Map<String, Value>) -> bool {
+    match claims.get("email_verified") {
+        Some(Value::Bool(verified)) => *verified,
+        Some(Value::String(text)) => text == "true",
+        _ => false,
+    }
 }
 
 /// The groups in `claim` (`a.b` names claim `b` inside object `a`): a list of strings or
@@ -68,9 +80,15 @@ pub(crate) fn merge(
         Some(found) if !found.is_empty() => found,
         _ => groups(id_token, groups_claim),
     };
+    // Verified or not, as said by the same answer as the email it is about.
+    let email_source = match userinfo {
+        Some(u) if u.get("email").and_then(Value::as_str).is_some() => u,
+        _ => id_token,
+    };
     Profile {
         subject,
         email: text("email").map(|e| e.trim().to_lowercase()),
+        email_verified: email_verified(email_source),
         name: text("name").or_else(|| text("preferred_username")),
         groups,
     }
@@ -105,5 +123,26 @@ mod tests {
         assert_eq!(profile.email.as_deref(), Some("new@example.org"));
         assert_eq!(profile.name.as_deref(), Some("Old"));
         assert_eq!(profile.groups, ["g1"]);
+    }
+
+    #[test]
+    fn an_email_is_verified_only_when_the_answer_that_gave_it_says_so() {
+        let id = map(json!({"email": "a@example.org", "email_verified": true}));
+        let verified = merge("s".into(), &id, None, "groups");
+        assert!(verified.email_verified);
+        let info = map(json!({"email": "b@example.org"}));
+        let other = merge("s".into(), &id, Some(&info), "groups");
+        assert!(
+            !other.email_verified,
+            "the ID token vouched for another email"
+        );
+        for unverified in [
+            json!({}),
+            json!({"email_verified": false}),
+            json!({"email_verified": 1}),
+        ] {
+            assert!(!email_verified(&map(unverified.clone())), "{unverified}");
+        }
+        assert!(email_verified(&map(json!({"email_verified": "true"}))));
     }
 }

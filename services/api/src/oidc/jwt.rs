@@ -1,6 +1,6 @@
 //! Bearer JWT access tokens of the OpenID provider: signature checked against its keys
 //! (JWKS, cached, fetched again for an unknown key id at most every [`REFETCH_EVERY`]),
-//! issuer, audience and expiry checked.
+//! issuer, audience and expiry checked; ID tokens refused.
 
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,8 @@ pub enum JwtError {
     Audience,
     #[error("the bearer JWT is from another issuer")]
     Issuer,
+    #[error("the bearer JWT is an ID token: send an access token")]
+    IdToken,
     #[error("the bearer JWT is not valid: {0}")]
     Invalid(String),
     #[error("the provider's keys cannot be fetched")]
@@ -57,6 +59,8 @@ pub enum JwtError {
 pub struct Verified {
     pub subject: String,
     pub email: Option<String>,
+    /// Whether the token says its email is verified (`email_verified`).
+    pub email_verified: bool,
     pub claims: Map<String, Value>,
 }
 
@@ -118,11 +122,15 @@ impl Verifier {
                 }
             })?;
         let claims = data.claims;
+        if is_id_token(header.typ.as_deref(), &claims) {
+            return Err(JwtError::IdToken);
+        }
         let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
         let subject = text("sub").ok_or(JwtError::Invalid("no subject".into()))?;
         Ok(Verified {
             subject,
             email: text("email").map(|e| e.trim().to_lowercase()),
+            email_verified: super::claims::email_verified(&claims),
             claims,
         })
     }
@@ -176,10 +184,47 @@ impl Verifier {
     }
 }
 
+/// Whether a verified token is an ID token rather than an access token. An ID token says
+/// who signed in to a client, for that client: taken as a bearer token (which works when
+/// the audience configured is the client id), any site the user signed in to with that
+/// client could act as them here. Access tokens of RFC 9068 say `typ: at+jwt`; otherwise
+/// the claims only ID tokens carry (OpenID Connect Core 2: `nonce`, `at_hash`, `c_hash`;
+/// Keycloak's `typ: ID`) tell them apart.
+fn is_id_token(typ: Option<&str>, claims: &Map<String, Value>) -> bool {
+    let access = typ.is_some_and(|t| {
+        let t = t.trim_start_matches("application/");
+        t.eq_ignore_ascii_case("at+jwt")
+    });
+    !access
+        && (["nonce", "at_hash", "c_hash"]
+            .iter()
+            .any(|name| claims.contains_key(*name))
+            || claims.get("typ").and_then(Value::as_str) == Some("ID"))
+}
+
 fn pick(set: &JwkSet, kid: Option<&str>) -> Option<jsonwebtoken::jwk::Jwk> {
     match kid {
         Some(kid) => set.find(kid).cloned(),
         None if set.keys.len() == 1 => set.keys.first().cloned(),
         None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn id_tokens_are_told_apart_from_access_tokens() {
+        let claims = |v: Value| v.as_object().unwrap().clone();
+        let id_token = claims(json!({"sub": "a", "nonce": "n", "at_hash": "h"}));
+        assert!(is_id_token(Some("JWT"), &id_token));
+        assert!(is_id_token(None, &claims(json!({"sub": "a", "typ": "ID"}))));
+        assert!(!is_id_token(Some("at+jwt"), &id_token), "RFC 9068 says so");
+        let access = claims(json!({"sub": "a", "scope": "api", "typ": "Bearer"}));
+        assert!(!is_id_token(Some("JWT"), &access));
+        assert!(!is_id_token(None, &access));
     }
 }

@@ -3,6 +3,7 @@
 
 mod claims;
 pub mod jwt;
+pub(crate) mod login_cookie;
 pub mod session;
 mod users;
 

@@ -39,7 +39,7 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Option<String> {
     cookie(headers, SESSION_COOKIE)
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()

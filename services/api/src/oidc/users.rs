@@ -1,7 +1,7 @@
 //! The users of sign-ins and bearer JWTs: recorded from their claims, read from Postgres.
 
 use domain::identity::UserId;
-use store::users::{SignIn, UserStatus};
+use store::users::{SignIn, SignInError, UserStatus};
 
 use super::{jwt, Oidc, Profile};
 use crate::error::store_failed;
@@ -24,17 +24,30 @@ pub(crate) async fn sign_in(
         issuer: oidc.issuer.clone(),
         subject: profile.subject,
         email,
+        email_verified: profile.email_verified,
         name: profile.name,
         groups: profile.groups,
     };
     let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
         .await
-        .map_err(store_failed)?;
+        .map_err(sign_in_failed)?;
     if user.status != UserStatus::Active {
         return Err(ApiError::Forbidden("this account is disabled".into()));
     }
     tracing::info!(user = %user.id, "signed in");
     Ok(user.id)
+}
+
+/// A sign-in that cannot be recorded: a clear 409 when its email is another user's.
+fn sign_in_failed(e: SignInError) -> ApiError {
+    match e {
+        SignInError::EmailTaken => ApiError::Conflict(
+            "email: another user of this platform already has this account's email (as \
+             verified by the OpenID provider); an administrator must resolve it"
+                .into(),
+        ),
+        SignInError::Store(e) => store_failed(e),
+    }
 }
 
 /// The user `id` as `/auth/status` shows it, if active.
@@ -95,6 +108,7 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
         issuer: oidc.issuer.clone(),
         subject: verified.subject.clone(),
         email,
+        email_verified: verified.email_verified,
         name: claims
             .get("name")
             .and_then(|v| v.as_str())
@@ -103,6 +117,6 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
     };
     let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
         .await
-        .map_err(store_failed)?;
+        .map_err(sign_in_failed)?;
     Ok(Some(user.id))
 }

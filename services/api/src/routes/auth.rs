@@ -5,7 +5,7 @@ use axum::extract::{Query, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openidconnect::core::{CoreAuthenticationFlow, CoreGenderClaim};
@@ -18,7 +18,7 @@ use store::sessions::PendingLogin;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::oidc::{self, session, Oidc};
+use crate::oidc::{self, login_cookie, session, Oidc};
 use crate::{ApiError, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -36,25 +36,38 @@ fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
         .ok_or_else(|| ApiError::NotFound("sign-in with OpenID Connect is not configured".into()))
 }
 
+/// The longest `return_to` accepted, in bytes: a login under way is stored before the
+/// browser is signed in, so what it stores stays small.
+pub const RETURN_TO_MAX: usize = 2048;
+
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct LoginQuery {
-    /// Where to go once signed in: a path of this site, such as `/vms`; `/` if unset.
+    /// Where to go once signed in: a path of this site, such as `/vms`; `/` if unset. At
+    /// most 2048 bytes.
+    #[param(max_length = 2048)]
     pub return_to: Option<String>,
 }
 
-/// Starts a sign-in: redirects the browser to the OpenID provider.
+/// Starts a sign-in: redirects the browser to the OpenID provider, with a short-lived
+/// cookie that binds the sign-in to this browser (its callback needs it).
 #[utoipa::path(get, path = "/api/v1/auth/login", tag = "auth", params(LoginQuery), responses(
-    (status = 303, description = "To the provider's authorization endpoint"),
-    (status = 400, description = "`return_to` is not a path of this site", body = crate::error::ErrorBody),
+    (status = 303, description = "To the provider's authorization endpoint, with the login cookie"),
+    (status = 400, description = "`return_to` is not a path of this site, or is longer than 2048 bytes", body = crate::error::ErrorBody),
     (status = 404, description = "Sign-in is not configured", body = crate::error::ErrorBody),
 ))]
 pub async fn login(
     State(state): State<AppState>,
     Query(query): Query<LoginQuery>,
+    parts: Parts,
 ) -> Result<Response, ApiError> {
     let oidc = configured(&state)?;
     let return_to = match query.return_to {
         None => "/".to_owned(),
+        Some(path) if path.len() > RETURN_TO_MAX => {
+            return Err(ApiError::BadRequest(format!(
+                "return_to: at most {RETURN_TO_MAX} bytes"
+            )))
+        }
         Some(path) => same_site_path(&path).ok_or_else(|| {
             ApiError::BadRequest("return_to: must be a path of this site, such as /vms".into())
         })?,
@@ -74,8 +87,22 @@ pub async fn login(
         nonce: nonce.secret().clone(),
         return_to,
     };
-    store::sessions::insert_login(&state.pool, &oidc::hash(csrf.secret()), &pending).await?;
-    Ok((StatusCode::SEE_OTHER, [(LOCATION, url.to_string())]).into_response())
+    let browser = login_cookie::value(oidc, &parts.headers);
+    store::sessions::insert_login(
+        &state.pool,
+        &oidc::hash(csrf.secret()),
+        &oidc::hash(&browser),
+        &pending,
+    )
+    .await?;
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (LOCATION, url.to_string()),
+            (SET_COOKIE, login_cookie::set(oidc, &browser)),
+        ],
+    )
+        .into_response())
 }
 
 /// `path` if it is a path of this site: `/...`, but not `//host...` nor `/\host...` (which
@@ -99,26 +126,41 @@ pub struct CallbackQuery {
     pub error: Option<String>,
 }
 
-/// Where the provider sends the browser back: checks the `state` (once), exchanges the code
+/// Where the provider sends the browser back: checks the `state` (once, and only in the
+/// browser that started the sign-in: its login cookie), exchanges the code
 /// with the PKCE verifier, checks the ID token and its `nonce`, records the user and starts
 /// a session.
 #[utoipa::path(get, path = "/api/v1/auth/callback", tag = "auth", params(CallbackQuery), responses(
     (status = 303, description = "Signed in: to `return_to`, with the session cookie"),
-    (status = 400, description = "Unknown, expired or used `state`; a code or ID token the provider or this check refused", body = crate::error::ErrorBody),
+    (status = 400, description = "Unknown, expired or used `state`, or one this browser did not ask for (no login cookie); a code or ID token the provider or this check refused", body = crate::error::ErrorBody),
     (status = 403, description = "The provider refused, the account has no email, or it is disabled", body = crate::error::ErrorBody),
+    (status = 409, description = "Another user already has this account's verified email", body = crate::error::ErrorBody),
 ))]
 pub async fn callback(
     State(state): State<AppState>,
     Query(query): Query<CallbackQuery>,
+    parts: Parts,
 ) -> Result<Response, ApiError> {
     let oidc = configured(&state)?;
     let csrf = query
         .state
         .ok_or_else(|| ApiError::BadRequest("state: missing".into()))?;
-    let login = store::sessions::take_login(&state.pool, &oidc::hash(&csrf))
+    // Checked before anything is taken: a login stays for the browser that asked for it.
+    let browser = login_cookie::held(oidc, &parts.headers).ok_or_else(|| {
+        ApiError::BadRequest(
+            "state: this browser did not start this sign-in (it has no login cookie): start \
+             the sign-in again"
+                .into(),
+        )
+    })?;
+    let login = store::sessions::take_login(&state.pool, &oidc::hash(&csrf), &oidc::hash(&browser))
         .await?
         .ok_or_else(|| {
-            ApiError::BadRequest("unknown, expired or used state: start the sign-in again".into())
+            ApiError::BadRequest(
+                "unknown, expired or used state, or one another browser asked for: start the \
+                 sign-in again"
+                    .into(),
+            )
         })?;
     if let Some(error) = query.error {
         return Err(ApiError::Forbidden(format!(
@@ -197,12 +239,14 @@ pub async fn callback(
         expires_at,
     )
     .await?;
+    // Appended: both cookies are `Set-Cookie`, which an array of headers would overwrite.
     Ok((
         StatusCode::SEE_OTHER,
-        [
+        AppendHeaders([
             (LOCATION, login.return_to),
             (SET_COOKIE, session::set_cookie(oidc, &id)),
-        ],
+            (SET_COOKIE, login_cookie::clear(oidc)),
+        ]),
     )
         .into_response())
 }

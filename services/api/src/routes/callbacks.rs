@@ -78,10 +78,19 @@ fn parse(headers: &HeaderMap, body: &Bytes) -> Result<CallbackIn, ApiError> {
         true => serde_json::from_slice(body).map_err(|e| e.to_string()),
         false => serde_urlencoded::from_bytes(body).map_err(|e| e.to_string()),
     };
-    parsed.map_err(|reason| ApiError::Invalid {
+    let parsed: CallbackIn = parsed.map_err(|reason| ApiError::Invalid {
         field: "body".into(),
         reason,
-    })
+    })?;
+    let texts = [
+        ("hostname", &parsed.hostname),
+        ("url", &parsed.url),
+        ("reason", &parsed.reason),
+    ];
+    for (field, value) in texts {
+        crate::extract::no_nul(field, value.as_deref())?;
+    }
+    Ok(parsed)
 }
 
 /// The report of a callback of `claims.kind`, its fields checked.

@@ -35,7 +35,7 @@ pub struct TokenIn {
     /// When it stops working (RFC 3339, in the future); never, when left out. A token made
     /// with a token (or a JWT) that expires expires no later than it: a later time, or
     /// none, is capped to that expiry (the answer shows the expiry it got).
-    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[serde(default, deserialize_with = "crate::timestamps::optional")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
 }

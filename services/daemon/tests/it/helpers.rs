@@ -152,6 +152,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         oidc: None,
         policy_dir: None,
         bootstrap_admins: vec![],
+        stream_capacity: daemon::config::DEFAULT_STREAM_CAPACITY,
     }
 }
 

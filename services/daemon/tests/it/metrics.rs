@@ -27,7 +27,7 @@ pub async fn scrape(app: &TestApp) -> String {
 }
 
 /// The value of the sample `name{labels}` in a scrape, if it is there.
-fn sample(text: &str, series: &str) -> Option<f64> {
+pub fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|value| value.trim().parse().ok())

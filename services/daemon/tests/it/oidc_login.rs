@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::helpers::{expect_json, TestApp, SSH_KEY};
 use crate::oidc_provider::{spawn_signed_in_app, Browser, TestProvider};
 
-async fn status(browser: &Browser, app: &TestApp) -> Value {
+pub(crate) async fn status(browser: &Browser, app: &TestApp) -> Value {
     let response = browser
         .request(app, Method::GET, "/api/v1/auth/status")
         .send()
@@ -150,13 +150,39 @@ async fn a_state_works_once() {
     let provider = TestProvider::start().await;
     let app = spawn_signed_in_app(&provider, |_| {}).await;
     let browser = Browser::new();
+    let login = browser
+        .client
+        .get(format!("{}/api/v1/auth/login", app.address))
+        .send()
+        .await
+        .unwrap();
+    let bound = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with("provisioning_login="))
+        .expect("a login cookie");
+    let bound = bound.split(';').next().unwrap().to_owned();
+    let back_to = format!("{}/api/v1/auth/callback", app.address);
     let callback = browser
-        .callback_url(&app, "alice", "alice-password", "/")
+        .authorize(
+            login.headers()["location"].to_str().unwrap(),
+            &back_to,
+            "alice",
+            "alice-password",
+        )
         .await;
     let first = browser.client.get(&callback).send().await.unwrap();
     assert_eq!(first.status(), 303);
 
-    let again = Browser::new().client.get(&callback).send().await.unwrap();
+    // Again, even with the browser's own login cookie.
+    let again = reqwest::Client::new()
+        .get(&callback)
+        .header("cookie", &bound)
+        .send()
+        .await
+        .unwrap();
     let body: Value = expect_json(again, 400).await;
     assert!(body["detail"].as_str().unwrap().contains("state"), "{body}");
     let made_up = reqwest::Url::parse_with_params(

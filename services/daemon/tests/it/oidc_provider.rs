@@ -125,6 +125,19 @@ impl TestProvider {
             .await;
     }
 
+    /// Changes the claims of the account `login` (`email`, `emailVerified`, ...), as its
+    /// user may at their provider.
+    pub async fn change_account(&self, login: &str, changes: serde_json::Value) {
+        let response = self
+            .http
+            .patch(format!("{}/test/accounts/{login}", self.issuer))
+            .json(&changes)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 204);
+    }
+
     /// Makes every refresh token the provider issued invalid, as an administrator ending a
     /// user's sign-ins would.
     pub async fn revoke_refresh_tokens(&self) {

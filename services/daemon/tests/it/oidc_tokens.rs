@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{expect_json, TestApp, SSH_KEY};
 use crate::oidc_provider::{
-    spawn_signed_in_app, Browser, TestProvider, AUDIENCE, ELSEWHERE, SHORT_LIVED,
+    spawn_signed_in_app, Browser, TestProvider, AUDIENCE, CLIENT_ID, ELSEWHERE, SHORT_LIVED,
 };
 
 async fn get_with(app: &TestApp, token: &str, path: &str) -> reqwest::Response {
@@ -92,6 +92,27 @@ async fn a_jwt_of_someone_who_never_signed_in_makes_the_user_from_its_email() {
         .await;
     let detail = refused(&app, &nameless).await;
     assert!(detail.contains("never signed in"), "{detail}");
+}
+
+#[tokio::test]
+async fn an_id_token_is_refused_as_a_bearer_token_even_when_the_audience_is_the_client_id() {
+    let provider = TestProvider::start().await;
+    let app = spawn_signed_in_app(&provider, |config| {
+        if let Some(oidc) = config.oidc.as_mut() {
+            oidc.audience = Some(CLIENT_ID.into());
+        }
+    })
+    .await;
+    Browser::new()
+        .sign_in(&app, "alice", "alice-password")
+        .await;
+    // The ID token of alice's sign-in: its audience is the client id, as configured here.
+    let id_token: Option<String> = store::sqlx::query_scalar("SELECT id_token FROM sessions")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let detail = refused(&app, &id_token.expect("an ID token")).await;
+    assert!(detail.contains("ID token"), "{detail}");
 }
 
 /// `token` with its payload changed by `change`, the signature kept.

@@ -11,6 +11,8 @@ pub struct PrivateNats {
     child: Option<Child>,
     /// Started with the repository's `nats/server.conf`: its users and their permissions.
     users: bool,
+    /// The server's `max_payload`, when not its default (1 MiB).
+    max_payload: Option<usize>,
 }
 
 /// The users of `nats/auth.conf`.
@@ -35,6 +37,11 @@ impl PrivateNats {
         Self::start_as(true).await
     }
 
+    /// A server whose messages may carry at most `bytes` (its `max_payload`).
+    pub async fn start_with_max_payload(bytes: usize) -> Self {
+        Self::start_configured(false, Some(bytes)).await
+    }
+
     /// The password this test gives `user`.
     pub fn password(user: &str) -> String {
         format!("{user}-test-password")
@@ -50,6 +57,10 @@ impl PrivateNats {
     }
 
     async fn start_as(users: bool) -> Self {
+        Self::start_configured(users, None).await
+    }
+
+    async fn start_configured(users: bool, max_payload: Option<usize>) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -60,6 +71,7 @@ impl PrivateNats {
             store: tempfile::tempdir().unwrap(),
             child: None,
             users,
+            max_payload,
         };
         nats.start_again().await;
         nats
@@ -86,6 +98,13 @@ impl PrivateNats {
                 let variable = format!("NATS_{}_PASSWORD", user.to_uppercase());
                 command.env(variable, Self::password(user));
             }
+        } else if let Some(bytes) = self.max_payload {
+            // `max_payload` has no command-line flag: a configuration file of its own.
+            let config = self.store.path().join("max-payload.conf");
+            let store = self.store.path().display();
+            let text = format!("max_payload: {bytes}\njetstream {{ store_dir: \"{store}\" }}\n");
+            std::fs::write(&config, text).unwrap();
+            command.arg("-c").arg(config);
         } else {
             command.arg("-js").arg("-sd").arg(self.store.path());
         }

@@ -126,32 +126,43 @@ async fn an_export_in_progress_ends_when_the_daemon_stops() {
     }
 
     // One client with a small receive buffer starts the export and reads nothing; another
-    // reads it slowly (about 800 kB/s: the whole would take over 10 s).
+    // reads it slowly (about 800 kB/s: the whole would take over 10 s) until the daemon is
+    // asked to stop, then as fast as it can.
     let silent = start_export(&app, 4096).await;
     let mut reader = start_export(&app, 65536).await;
-    let slow = tokio::spawn(async move {
+    let fast = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hurry = fast.clone();
+    let reading = tokio::spawn(async move {
         let mut got = 0usize;
-        let mut buffer = vec![0u8; 16 * 1024];
+        let mut buffer = vec![0u8; 64 * 1024];
         loop {
             match reader.read(&mut buffer).await {
                 Ok(0) | Err(_) => return (got, tokio::time::Instant::now()),
                 Ok(n) => got += n,
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            if !hurry.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(80)).await;
+            }
         }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    // The daemon stops: the reading client's export ends at once (it is cut, not
-    // finished); the silent one's is cut after the shutdown grace, and the daemon is gone.
+    // The daemon stops: the reading client's export ends at once, cut short of the whole
+    // (read at full speed, the rest would come within the shutdown grace); the silent one's
+    // is cut after that grace, and the daemon is gone.
+    let total: i64 = store::sqlx::query_scalar("SELECT sum(length(payload::text)) FROM events")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let stopping = tokio::time::Instant::now();
+    fast.store(true, std::sync::atomic::Ordering::SeqCst);
     tokio::time::timeout(Duration::from_secs(20), app.stop())
         .await
         .expect("the daemon stopped while exports were in progress");
-    let (got, ended) = slow.await.unwrap();
+    let (got, ended) = reading.await.unwrap();
     assert!(
-        got < 10_000_000,
-        "the export was cut, not finished: {got} bytes"
+        (got as i64) < total,
+        "the export was cut, not finished: {got} bytes of more than {total}"
     );
     let after = ended - stopping;
     assert!(

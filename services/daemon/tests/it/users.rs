@@ -31,6 +31,7 @@ impl TestApp {
             issuer: "https://issuer.test".into(),
             subject: format!("sub-{email}"),
             email: email.into(),
+            email_verified: true,
             name: None,
             groups: groups.iter().map(|g| g.to_string()).collect(),
         };

@@ -165,3 +165,64 @@ async fn a_runner_does_not_start_terraform_for_a_job_no_longer_active() {
         "nothing reported"
     );
 }
+
+#[tokio::test]
+async fn a_job_whose_only_messages_are_redeliveries_waiting_for_a_lost_line_is_failed_as_silent() {
+    // Silence of 3 s: longer than the longest wait between two redeliveries (2 s), so
+    // redeliveries counted as signs of life would keep the job alive for ever.
+    let app = try_spawn_app(
+        Roles {
+            ingester: true,
+            ..Roles::NONE
+        },
+        |c| c.job_silence = Duration::from_secs(3),
+    )
+    .await
+    .unwrap();
+    let vm = claimed_job(&app, "gap").await;
+    let key = app.job_key(vm, JobId::FIRST).await;
+    // The runner starts, prints lines 1 and 3 (line 2 never arrives) and dies.
+    let reports = [
+        RunnerReport::Started {
+            runner: "test".into(),
+        },
+        RunnerReport::Log {
+            line: 1,
+            level: "info".into(),
+            kind: "log".into(),
+            message: "one".into(),
+        },
+        RunnerReport::Log {
+            line: 3,
+            level: "info".into(),
+            kind: "log".into(),
+            message: "three".into(),
+        },
+    ];
+    for report in reports {
+        let message = RunnerMessage {
+            vm_id: vm,
+            job_id: JobId::FIRST,
+            report,
+        };
+        app.bus
+            .publish_runner_message(&key, &message)
+            .await
+            .unwrap();
+    }
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while events_of(&app, "Failed").await.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let failed = events_of(&app, "Failed").await;
+    assert_eq!(failed, vec![(vm.to_string(), Some("watchdog".to_owned()))]);
+    let lines: i64 = store::sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'LogLine'",
+    )
+    .bind(vm.to_string())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(lines, 1, "line 3 waited for line 2, which never came");
+}

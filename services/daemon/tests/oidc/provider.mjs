@@ -8,7 +8,8 @@
 //
 // Besides the provider's own routes it has its own login and consent pages under
 // /interaction/ and a few test controls under /test/ (register a client once the daemon's
-// port is known, end every refresh token), which only a test harness would call.
+// port is known, change an account, end every refresh token), which only a test harness
+// would call.
 
 import http from 'node:http';
 import { URLSearchParams } from 'node:url';
@@ -18,14 +19,30 @@ import Provider from 'oidc-provider';
 const accessTokenTtl = Number(process.env.OIDC_ACCESS_TOKEN_TTL || 3600);
 const audience = process.env.OIDC_AUDIENCE || 'https://provisioning.test/api';
 
-// The test accounts: a password each; `groups` is set for one of them only.
+// The test accounts: a password each; `groups` is set for one of them only. Emails are
+// verified (`email_verified: true`) unless `emailVerified` is false, as a provider that lets
+// users type any email in would say.
 const accounts = {
   alice: { password: 'alice-password', email: 'alice@example.org', name: 'Alice Example', groups: ['gpu-users', 'staff'] },
   bob: { password: 'bob-password', email: 'Bob@Example.org', name: 'Bob Example' },
   carol: { password: 'carol-password', email: 'carol@example.org', name: 'Carol Example' },
   // No email: a token for this account maps to no user unless it signed in.
   noemail: { password: 'noemail-password', name: 'No Email' },
+  // The built-in admin's email, unverified and verified.
+  squatter: { password: 'squatter-password', email: 'admin@localhost', emailVerified: false, name: 'Squatter' },
+  localadmin: { password: 'localadmin-password', email: 'Admin@localhost', name: 'Local Admin' },
+  // One email, said by an account that did not verify it and by one that did.
+  dave: { password: 'dave-password', email: 'dave@example.org', name: 'Dave Example' },
+  notdave: { password: 'notdave-password', email: 'dave@example.org', emailVerified: false, name: 'Not Dave' },
+  // A second account with Alice's verified email.
+  alicetwin: { password: 'alicetwin-password', email: 'alice@example.org', name: 'Alice Twin' },
 };
+
+// The claims of an account's email.
+function emailClaims(account) {
+  if (!account.email) return {};
+  return { email: account.email, email_verified: account.emailVerified !== false };
+}
 
 // Everything the provider stores, in memory, by model name: this process lives one test.
 const stores = new Map();
@@ -106,11 +123,7 @@ function configuration() {
       return {
         accountId: id,
         async claims() {
-          const claims = { sub: id, name: account.name };
-          if (account.email) {
-            claims.email = account.email;
-            claims.email_verified = true;
-          }
+          const claims = { sub: id, name: account.name, ...emailClaims(account) };
           if (account.groups) claims.groups = account.groups;
           return claims;
         },
@@ -153,7 +166,7 @@ function configuration() {
     async extraTokenClaims(_ctx, token) {
       const account = accounts[token.accountId];
       if (!account || token.kind !== 'AccessToken' || !token.resourceServer) return undefined;
-      return account.email ? { email: account.email } : undefined;
+      return account.email ? emailClaims(account) : undefined;
     },
     ttl: {
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL || accessTokenTtl,
@@ -231,8 +244,15 @@ async function interaction(provider, req, res, url) {
   return send(res, 404, 'text/plain', 'no such interaction step');
 }
 
-// Test controls: register (or replace) a client; end every refresh token.
+// Test controls: register (or replace) a client; change an account's claims (its email, as
+// a user may at their provider); end every refresh token.
 async function control(req, res, url) {
+  if (req.method === 'PATCH' && url.pathname.startsWith('/test/accounts/')) {
+    const account = accounts[decodeURIComponent(url.pathname.slice('/test/accounts/'.length))];
+    if (!account) return send(res, 404, 'text/plain', 'no such account');
+    Object.assign(account, await readJson(req));
+    return send(res, 204, 'text/plain', '');
+  }
   if (req.method === 'PUT' && url.pathname.startsWith('/test/clients/')) {
     const metadata = await readJson(req);
     metadata.client_id = decodeURIComponent(url.pathname.slice('/test/clients/'.length));

@@ -11,7 +11,6 @@ use domain::provisioning::{ProviderId, VmId};
 use futures::StreamExt;
 use serde::Serialize;
 use store::audit::{AuditEntry, AuditError, AuditFilter, Start};
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
@@ -228,10 +227,7 @@ pub(crate) fn audit_query(
         field: field.into(),
         reason: reason.into(),
     };
-    let time = |field: &str, value: &str| {
-        OffsetDateTime::parse(value, &Rfc3339)
-            .map_err(|_| invalid(field, "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"))
-    };
+    let time = crate::timestamps::parse;
     let mut query = ParsedQuery {
         filter: AuditFilter::default(),
         after: 0,
@@ -361,6 +357,7 @@ mod tests {
             (("vm", "nope"), "vm"),
             (("from", "yesterday"), "from"),
             (("to", "2026-13-01T00:00:00Z"), "to"),
+            (("from", "9999-12-31T23:59:59-00:01"), "from"),
             (("exclude_logs", "yes"), "exclude_logs"),
             (("colour", "red"), "colour"),
         ] {

@@ -57,6 +57,8 @@ pub fn router(state: AppState) -> Router<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OrderIn {
+    /// At most 1000.
+    #[schema(max_items = 1000)]
     pub ids: Vec<String>,
 }
 

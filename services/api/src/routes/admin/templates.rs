@@ -124,7 +124,8 @@ pub struct CreateTemplateIn {
     /// Greater than 0.
     pub storage_gb: i32,
     pub gpu: Option<String>,
-    /// Lowercase words, e.g. `["simple", "gpu"]`. Default none.
+    /// Lowercase words, e.g. `["simple", "gpu"]`, at most 32. Default none.
+    #[schema(max_items = 32)]
     pub tags: Option<Vec<String>>,
     /// Default `true`.
     pub enabled: Option<bool>,
@@ -147,6 +148,8 @@ pub struct UpdateTemplateIn {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub gpu: Option<Option<String>>,
+    /// At most 32.
+    #[schema(max_items = 32)]
     pub tags: Option<Vec<String>>,
     pub sort_order: Option<i32>,
     pub enabled: Option<bool>,

@@ -44,7 +44,8 @@ pub struct CreateVmIn {
     /// IPv4 networks allowed to reach the VM over SSH, at least one, e.g. `["192.0.2.0/24"]`,
     /// each no wider than the platform allows (a /16 by default; never `0.0.0.0/0`), written
     /// as a network (`192.0.2.0/24`, not `192.0.2.1/24`). `me` stands for the caller's
-    /// address, as a /32.
+    /// address, as a /32. At most 32 entries; repeats count once.
+    #[schema(min_items = 1, max_items = 32)]
     pub allow_ssh_from: Vec<String>,
     /// How long the VM may live: 1 to 168 hours.
     pub duration_hours: i64,
@@ -67,6 +68,7 @@ pub struct CreateVmIn {
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
         (status = 403, description = "Denied by a policy (who may use the template, or a limit): `detail` names the policy; nothing was recorded", body = crate::error::ErrorBody),
         (status = 409, description = "A VM with this id exists, requested differently", body = crate::error::ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB, or the VM's job message would be larger than a NATS message may be; nothing was recorded", body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid (`detail` names it), or the Idempotency-Key was used for another request", body = crate::error::ErrorBody),
         (status = 503, description = "The database cannot be reached; nothing was changed. Retry after `Retry-After` seconds", body = crate::error::ErrorBody),
     ))]
@@ -93,6 +95,7 @@ pub async fn create_vm(
     let spec = validate(&state, &input, &owner, &caller).await?;
     let vm = input.id.map(VmId::from).unwrap_or_default();
     tracing::Span::current().record("vm_id", tracing::field::display(vm));
+    super::message_size::check(vm, &spec, request_id.as_str(), state.bus.payload_limit())?;
     let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
     let command = ProvisioningCommand::Request {
         spec: spec.clone(),

@@ -140,7 +140,10 @@ async fn lifetime_limit(
 pub struct PatchVmIn {
     /// When the VM expires (RFC 3339), earlier or later than now: in the future, within
     /// 366 days.
-    #[serde(with = "time::serde::rfc3339")]
+    #[serde(
+        deserialize_with = "crate::timestamps::required",
+        serialize_with = "time::serde::rfc3339::serialize"
+    )]
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: OffsetDateTime,
 }

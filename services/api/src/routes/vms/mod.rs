@@ -9,6 +9,7 @@ mod expiry;
 mod history;
 mod jobs;
 mod list_stream;
+mod message_size;
 mod read;
 mod stream;
 

@@ -145,6 +145,8 @@ fn parse_cursor(cursor: &str) -> Option<(OffsetDateTime, Uuid)> {
     let (micros, id) = cursor.split_once('_')?;
     let micros: i128 = micros.parse().ok()?;
     let at = OffsetDateTime::from_unix_timestamp_nanos(micros.checked_mul(1000)?).ok()?;
+    // A time Postgres cannot store is no cursor it made.
+    let at = crate::timestamps::in_range(at)?;
     Some((at, Uuid::try_parse(id).ok()?))
 }
 
@@ -164,6 +166,7 @@ pub struct GetVmQuery {
     params(("id" = String, Path, description = "VM id"), GetVmQuery),
     responses((status = 200, body = VmOut),
         (status = 400, description = "`at` is neither a position nor a time", body = crate::error::ErrorBody),
+        (status = 422, description = "`at` is a time Postgres cannot store (before 4714-11-24 BC or after 9999 UTC)", body = crate::error::ErrorBody),
         (status = 404, description = "No such VM (at that point)", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn get_vm(
@@ -188,14 +191,15 @@ fn parse_at(at: &str) -> Result<At, ApiError> {
             return Ok(At::Position(position));
         }
     }
-    OffsetDateTime::parse(at, &Rfc3339)
+    let time = OffsetDateTime::parse(at, &Rfc3339).map_err(|_| {
+        ApiError::BadRequest(
+            "at: must be a position (a number) or an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"
+                .into(),
+        )
+    })?;
+    crate::timestamps::in_range(time)
         .map(At::Time)
-        .map_err(|_| {
-            ApiError::BadRequest(
-                "at: must be a position (a number) or an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"
-                    .into(),
-            )
-        })
+        .ok_or_else(|| crate::timestamps::out_of_range("at"))
 }
 
 async fn get_vm_at(state: &AppState, vm: VmId, at: At) -> Result<Response, ApiError> {
@@ -237,7 +241,15 @@ mod tests {
         let at = OffsetDateTime::from_unix_timestamp_nanos(1_733_238_000_123_456_000).unwrap();
         let id = Uuid::new_v4();
         assert_eq!(parse_cursor(&cursor(at, id)), Some((at, id)));
-        for wrong in ["", "12", "x_y", "12_notauuid", &format!("_{id}")] {
+        let before_postgres = format!("-300000000000000000_{}", id.simple());
+        for wrong in [
+            "",
+            "12",
+            "x_y",
+            "12_notauuid",
+            &format!("_{id}"),
+            &before_postgres,
+        ] {
             assert_eq!(parse_cursor(wrong), None, "{wrong:?}");
         }
     }
@@ -250,6 +262,8 @@ mod tests {
         for wrong in ["", "-1", "yesterday", "2026-01-31"] {
             assert!(parse_at(wrong).unwrap_err().to_string().starts_with("at: "));
         }
+        let too_late = parse_at("9999-12-31T23:59:59-00:01").unwrap_err();
+        assert!(matches!(&too_late, ApiError::Invalid { field, .. } if field == "at"));
     }
 
     #[test]
