@@ -37,8 +37,10 @@ fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LoginQuery {
     /// Where to go once signed in: a path of this site, such as `/vms`; `/` if unset.
+    #[param(max_length = 2048)]
     pub return_to: Option<String>,
 }
 
@@ -93,6 +95,7 @@ fn same_site_path(path: &str) -> Option<String> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
     pub code: Option<String>,
     pub state: Option<String>,

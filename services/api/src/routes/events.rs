@@ -67,6 +67,7 @@ impl From<bus::EventEnvelope> for EventOut {
 #[into_params(parameter_in = Query)]
 pub struct Page {
     /// Only events with a higher sequence.
+    #[param(maximum = 9223372036854775807_u64)]
     pub after: Option<u64>,
     /// At most this many (default and maximum 10000).
     pub limit: Option<i64>,

@@ -54,6 +54,7 @@ pub fn router(state: AppState) -> Router<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OrderIn {
+    #[schema(value_type = crate::routes::schemas::CatalogIds)]
     pub ids: Vec<String>,
 }
 

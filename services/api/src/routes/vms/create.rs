@@ -28,10 +28,15 @@ pub struct CreateVmIn {
     /// same VM, another request with this id `409`.
     pub id: Option<Uuid>,
     /// 1 to 63 characters of `[a-z0-9-]`, starting with a letter.
+    #[schema(min_length = 1, max_length = 63, pattern = r"^[a-z][a-z0-9-]*$")]
     pub name: String,
-    /// A provider id from `GET /api/v1/providers`.
+    /// A provider id from `GET /api/v1/providers`: one that exists and is available, else
+    /// `422` naming `provider`.
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$")]
     pub provider: String,
-    /// A template id from `GET /api/v1/providers/{provider}/templates`.
+    /// A template id from `GET /api/v1/providers/{provider}/templates`: an enabled template
+    /// of the provider, else `422` naming `template`.
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$")]
     pub template: String,
     /// An OpenSSH public key, e.g. `ssh-ed25519 AAAA... me@laptop`: ed25519, ECDSA
     /// (nistp256, nistp384, nistp521) or RSA of at least 3072 bits. Give this or
@@ -44,9 +49,11 @@ pub struct CreateVmIn {
     /// IPv4 networks allowed to reach the VM over SSH, at least one, e.g. `["192.0.2.0/24"]`,
     /// each no wider than the platform allows (a /16 by default; never `0.0.0.0/0`), written
     /// as a network (`192.0.2.0/24`, not `192.0.2.1/24`). `me` stands for the caller's
-    /// address, as a /32.
+    /// address, as a /32. At most 32 entries.
+    #[schema(min_items = 1, max_items = 32)]
     pub allow_ssh_from: Vec<String>,
     /// How long the VM may live: 1 to 168 hours.
+    #[schema(minimum = 1, maximum = 168)]
     pub duration_hours: i64,
 }
 

@@ -6,7 +6,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::parse_id;
 use crate::routes::admin::{audit_error, audit_query};
-use crate::routes::events::{limit, EventOut, Page};
+use crate::routes::events::{limit, EventOut};
+use crate::routes::schemas::{EventType, Time};
 use crate::{ApiError, AppState};
 
 /// The VM's audit history in order, Terraform's lines included unless `exclude_logs=true`.
@@ -14,11 +15,13 @@ use crate::{ApiError, AppState};
 /// `provider`).
 #[utoipa::path(get, path = "/api/v1/vms/{id}/events", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id"), Page,
-        ("actor" = Option<String>, Query, description = "Only events caused by this actor"),
-        ("type" = Option<Vec<String>>, Query, description = "Only events of this type; repeat it for several"),
-        ("from" = Option<String>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Only events recorded before this time (RFC 3339)"),
+    params(("id" = String, Path, description = "VM id"),
+        ("after" = Option<u64>, Query, maximum = 9223372036854775807_u64, description = "Only events with a higher sequence"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "At most this many (default and maximum 10000)"),
+        ("actor" = Option<String>, Query, min_length = 1, description = "Only events caused by this actor"),
+        ("type" = Option<Vec<EventType>>, Query, explode, style = Form, description = "Only events of this type; repeat it for several"),
+        ("from" = Option<Time>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
+        ("to" = Option<Time>, Query, description = "Only events recorded before this time (RFC 3339), not before `from`"),
         ("exclude_logs" = Option<bool>, Query, description = "`true`: leave `LogLine` events out"),
     ),
     responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody),
