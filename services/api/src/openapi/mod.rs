@@ -42,6 +42,7 @@ use crate::AppState;
     components(schemas(
         crate::error::ErrorBody, admin::PlatformEventOut, vms::VmStatusName, vms::Archived,
         crate::routes::schemas::EventType, crate::routes::schemas::Time,
+        crate::routes::schemas::At,
     )),
     modifiers(&BearerAuth, &CommonAnswers, &Headers, &Links),
 )]

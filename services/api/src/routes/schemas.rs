@@ -172,3 +172,31 @@ impl ToSchema for EventType {
         Cow::Borrowed("EventType")
     }
 }
+
+/// A point in the past a read goes back to: a position in the events table, or a [`Time`].
+pub struct At;
+
+impl PartialSchema for At {
+    fn schema() -> RefOr<Schema> {
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(0)),
+            )
+            .item(Ref::from_schema_name("Time"))
+            .description(Some("A position (a number) or an RFC 3339 time"))
+            .into()
+    }
+}
+
+impl ToSchema for At {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("At")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((Time::name().into(), Time::schema()));
+    }
+}

@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
 /// A public key to register.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "laptop", "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop"}))]
 pub struct SshKeyIn {
     /// 1 to 64 characters on one line, e.g. `laptop`.
     #[schema(value_type = crate::routes::schemas::OneLineName)]

@@ -22,6 +22,14 @@ use crate::{ApiError, AppJson, AppState, RequestId};
 /// A request for a VM.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "name": "web-1",
+    "provider": "local",
+    "template": "small",
+    "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop",
+    "allow_ssh_from": ["192.0.2.0/24"],
+    "duration_hours": 4
+}))]
 pub struct CreateVmIn {
     /// Optional client-chosen id (UUID). Lets a client open the VM's stream before creating
     /// it, and makes a retried create safe: the same request again answers `202` with the

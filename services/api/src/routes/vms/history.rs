@@ -34,13 +34,7 @@ pub async fn list_vm_events(
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
     let vm = parse_id(&id)?;
     let mut query = audit_query(&params, false)?;
-    let after = match params.iter().find(|(name, _)| name == "after") {
-        Some((_, after)) => after.parse::<u64>().map_err(|_| ApiError::Invalid {
-            field: "after".into(),
-            reason: "must be the sequence of an event of the VM".into(),
-        })?,
-        None => 0,
-    };
+    let after = sequence_after(&params)?;
     if store::last_sequence(&state.pool, vm).await? == 0 {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
@@ -51,6 +45,22 @@ pub async fn list_vm_events(
         .await
         .map_err(audit_error)?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
+}
+
+/// `after`: a sequence, as the events table keeps them (a non-negative `bigint`); 0 when
+/// left out.
+fn sequence_after(params: &[(String, String)]) -> Result<u64, ApiError> {
+    let Some((_, after)) = params.iter().find(|(name, _)| name == "after") else {
+        return Ok(0);
+    };
+    after
+        .parse::<i64>()
+        .ok()
+        .and_then(|after| u64::try_from(after).ok())
+        .ok_or_else(|| ApiError::Invalid {
+            field: "after".into(),
+            reason: "must be the sequence of an event of the VM".into(),
+        })
 }
 
 /// One line Terraform printed.
@@ -111,6 +121,25 @@ impl From<store::views::LogRow> for LogOut {
             message: r.message,
             kind: r.kind,
             recorded_at: r.recorded_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(value: &str) -> Result<u64, String> {
+        sequence_after(&[("after".to_owned(), value.to_owned())]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn after_is_a_sequence_the_events_table_can_hold() {
+        assert_eq!(after("0"), Ok(0));
+        assert_eq!(after("9223372036854775807"), Ok(i64::MAX as u64));
+        assert_eq!(sequence_after(&[]).ok(), Some(0));
+        for wrong in ["9223372036854775808", "-1", "x", ""] {
+            assert!(after(wrong).unwrap_err().starts_with("after: "), "{wrong}");
         }
     }
 }

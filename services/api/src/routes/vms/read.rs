@@ -182,6 +182,7 @@ pub struct GetVmQuery {
     /// The VM as it was then: a position in the events table, or an RFC 3339 time. The
     /// answer is folded from the VM's events up to there; its `at_position` (and the
     /// `Provisioning-Position` header) is the position of the last of them.
+    #[param(value_type = Option<crate::routes::schemas::At>)]
     pub at: Option<String>,
 }
 
