@@ -40,7 +40,7 @@ fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
 #[into_params(parameter_in = Query)]
 pub struct LoginQuery {
     /// Where to go once signed in: a path of this site, such as `/vms`; `/` if unset.
-    #[param(max_length = 2048)]
+    #[param(max_length = 2048, pattern = r"^[^\u0000]*$")]
     pub return_to: Option<String>,
 }
 

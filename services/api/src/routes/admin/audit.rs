@@ -35,7 +35,7 @@ pub struct AuditQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<i64>,
     /// Only events caused by this actor (`admin`, `runner`, `expiry`, ...).
-    #[param(min_length = 1)]
+    #[param(min_length = 1, pattern = r"^[^\u0000]*$")]
     actor: Option<String>,
     /// Only events of this type (`Requested`, `Failed`, ...); repeat it for several.
     #[param(rename = "type", explode, style = Form, value_type = Option<Vec<crate::routes::schemas::EventType>>)]

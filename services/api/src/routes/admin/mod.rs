@@ -67,7 +67,7 @@ pub async fn list_catalog_events(
     State(state): State<AppState>,
     Query(page): Query<Page>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
-    let events = store::catalog::catalog_events(&state.pool, page.after(), page.limit()).await?;
+    let events = store::catalog::catalog_events(&state.pool, page.after()?, page.limit()).await?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 

@@ -46,7 +46,7 @@ pub struct PlatformEventOut {
 #[utoipa::path(get, path = "/api/v1/admin/stream", tag = "admin",
     security(("bearer" = [])),
     params(
-        ("actor" = Option<String>, Query, min_length = 1, description = "Only events of this actor"),
+        ("actor" = Option<String>, Query, min_length = 1, pattern = r"^[^\u0000]*$", description = "Only events of this actor"),
         ("type" = Option<Vec<crate::routes::schemas::EventType>>, Query, explode, style = Form, description = "Only events of these types (repeat it)"),
         ("vm" = Option<uuid::Uuid>, Query, description = "Only this VM's events"),
         ("provider" = Option<String>, Query, min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$", description = "Only events of VMs on this provider"),

@@ -18,7 +18,7 @@ use crate::{ApiError, AppState};
     params(("id" = String, Path, description = "VM id"),
         ("after" = Option<u64>, Query, maximum = 9223372036854775807_u64, description = "Only events with a higher sequence"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "At most this many (default and maximum 10000)"),
-        ("actor" = Option<String>, Query, min_length = 1, description = "Only events caused by this actor"),
+        ("actor" = Option<String>, Query, min_length = 1, pattern = r"^[^\u0000]*$", description = "Only events caused by this actor"),
         ("type" = Option<Vec<EventType>>, Query, explode, style = Form, description = "Only events of this type; repeat it for several"),
         ("from" = Option<Time>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
         ("to" = Option<Time>, Query, description = "Only events recorded before this time (RFC 3339), not before `from`"),

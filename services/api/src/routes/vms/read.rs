@@ -60,7 +60,7 @@ pub enum Archived {
     security(("bearer" = [])),
     params(
         ("status" = Option<Vec<VmStatusName>>, Query, explode, style = Form, description = "Only VMs with this status; repeat it or separate statuses by commas (`status=failed,destroyed`)"),
-        ("provider" = Option<String>, Query, description = "Only VMs of this provider"),
+        ("provider" = Option<String>, Query, pattern = r"^[^\u0000]*$", description = "Only VMs of this provider"),
         ("archived" = Option<Archived>, Query, description = "`false` (the default): not archived; `true`: only archived; `all`: both"),
         ("after" = Option<String>, Query, pattern = r"^-?[0-9]{1,17}_[0-9a-fA-F]{32}$", description = "The `next` of the previous page"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "VMs per page, 1 to 1000 (100 by default)"),
