@@ -25,10 +25,11 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
+    #[schema(value_type = crate::routes::schemas::OneLineName)]
     pub name: String,
     /// When it stops working (RFC 3339, in the future); never, when left out.
     #[serde(default, deserialize_with = "crate::timestamps::optional")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<crate::routes::schemas::Time>)]
     pub expires_at: Option<OffsetDateTime>,
 }
 

@@ -27,7 +27,7 @@ use crate::{ApiError, AppState};
 #[utoipa::path(get, path = "/api/v1/vms/stream", tag = "vms",
     security(("bearer" = [])),
     params(
-        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this position"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this position"),
         Since,
     ),
     responses(
