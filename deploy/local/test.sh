@@ -4,6 +4,7 @@
 # the end-to-end tests run. Extra arguments go to `cargo test`, e.g.
 #   deploy/local/test.sh -- lifecycle      (only the tests whose names contain it)
 #   deploy/local/test.sh -- --nocapture
+# With no arguments it then fuzzes the API from its OpenAPI document (deploy/local/fuzz.sh).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -22,3 +23,9 @@ fi
 log "cargo test --workspace --locked $*"
 timed "building the tests" cargo test --workspace --locked --no-run "$@"
 timed "running the tests" cargo test --workspace --locked --no-fail-fast "$@"
+
+# The fuzzer driven by the OpenAPI document, against the real daemon (deploy/local/fuzz.sh);
+# skipped when only some tests were asked for.
+if [[ $# -eq 0 ]]; then
+  timed "fuzzing the API from its OpenAPI document" bash deploy/local/fuzz.sh
+fi

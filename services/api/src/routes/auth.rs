@@ -41,10 +41,11 @@ fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
 pub const RETURN_TO_MAX: usize = 2048;
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LoginQuery {
     /// Where to go once signed in: a path of this site, such as `/vms`; `/` if unset. At
     /// most 2048 bytes.
-    #[param(max_length = 2048)]
+    #[param(max_length = 2048, pattern = r"^[^\u0000]*$")]
     pub return_to: Option<String>,
 }
 
@@ -120,6 +121,7 @@ fn same_site_path(path: &str) -> Option<String> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
     pub code: Option<String>,
     pub state: Option<String>,

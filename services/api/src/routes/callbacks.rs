@@ -32,6 +32,7 @@ pub struct CallbackIn {
 /// Records a VM's callback: `boot_started`, `phone_home`, `app_starting`, `app_ready`
 /// or `app_failed`, as its token says. Each URL works once.
 #[utoipa::path(post, path = "/api/v1/callbacks/{token}", tag = "callbacks",
+    operation_id = "vm_callback",
     params(("token" = String, Path, description = "The signed token of the callback URL the VM was given")),
     request_body(content = CallbackIn, content_type = "application/x-www-form-urlencoded"),
     responses(

@@ -66,15 +66,20 @@ impl From<bus::EventEnvelope> for EventOut {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct Page {
-    /// Only events with a higher sequence.
-    pub after: Option<u64>,
+    /// Only events with a higher sequence (as the events table keeps them, a `bigint`).
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
     /// At most this many (default and maximum 10000).
     pub limit: Option<i64>,
 }
 
 impl Page {
-    pub fn after(&self) -> u64 {
-        self.after.unwrap_or(0)
+    /// `after`, which is 0 or more; a 422 naming it otherwise.
+    pub fn after(&self) -> Result<u64, crate::ApiError> {
+        u64::try_from(self.after.unwrap_or(0)).map_err(|_| crate::ApiError::Invalid {
+            field: "after".into(),
+            reason: "must be a sequence: 0 or more".into(),
+        })
     }
 
     pub fn limit(&self) -> i64 {
@@ -85,4 +90,18 @@ impl Page {
 /// The page size every list takes: default and maximum 10000, at least 1.
 pub fn limit(asked: Option<i64>) -> i64 {
     asked.unwrap_or(10_000).clamp(1, 10_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_starts_after_a_sequence_of_zero_or_more() {
+        let page = |after| Page { after, limit: None };
+        assert_eq!(page(None).after().ok(), Some(0));
+        assert_eq!(page(Some(i64::MAX)).after().ok(), Some(i64::MAX as u64));
+        let err = page(Some(-1)).after().unwrap_err().to_string();
+        assert!(err.starts_with("after: "), "{err}");
+    }
 }

@@ -5,6 +5,7 @@ pub mod events;
 pub mod health;
 pub mod me;
 pub mod providers;
+pub mod schemas;
 pub mod ssh_keys;
 pub mod tokens;
 pub mod vms;

@@ -27,8 +27,10 @@ pub fn router() -> Router<AppState> {
 /// A public key to register.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "laptop", "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop"}))]
 pub struct SshKeyIn {
     /// 1 to 64 characters on one line, e.g. `laptop`.
+    #[schema(value_type = crate::routes::schemas::OneLineName)]
     pub name: String,
     /// An OpenSSH public key: ed25519, ECDSA (nistp256, nistp384, nistp521) or RSA of at
     /// least 3072 bits, e.g. `ssh-ed25519 AAAA... me@laptop`.
@@ -40,6 +42,7 @@ pub struct SshKeyIn {
 #[serde(deny_unknown_fields)]
 pub struct GenerateSshKeyIn {
     /// 1 to 64 characters on one line; also the new key's comment.
+    #[schema(value_type = crate::routes::schemas::OneLineName)]
     pub name: String,
 }
 

@@ -31,12 +31,13 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
+    #[schema(value_type = crate::routes::schemas::OneLineName)]
     pub name: String,
     /// When it stops working (RFC 3339, in the future); never, when left out. A token made
     /// with a token (or a JWT) that expires expires no later than it: a later time, or
     /// none, is capped to that expiry (the answer shows the expiry it got).
     #[serde(default, deserialize_with = "crate::timestamps::optional")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<crate::routes::schemas::Time>)]
     pub expires_at: Option<OffsetDateTime>,
 }
 

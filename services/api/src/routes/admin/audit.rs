@@ -30,21 +30,28 @@ pub fn router() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// Only events after the event at this position: the `next` of the previous page.
+    #[param(minimum = 0)]
     after: Option<i64>,
     /// At most this many (default and maximum 10000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<i64>,
     /// Only events caused by this actor (`admin`, `runner`, `expiry`, ...).
+    #[param(min_length = 1, pattern = r"^[^\u0000]*$")]
     actor: Option<String>,
     /// Only events of this type (`Requested`, `Failed`, ...); repeat it for several.
-    #[param(rename = "type")]
+    #[param(rename = "type", explode, style = Form, value_type = Option<Vec<crate::routes::schemas::EventType>>)]
     event_type: Option<Vec<String>>,
     /// Only the events of this VM.
+    #[param(value_type = Option<uuid::Uuid>)]
     vm: Option<String>,
     /// Only the events of VMs requested on this provider.
+    #[param(min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$")]
     provider: Option<String>,
     /// Only events recorded at or after this time (RFC 3339).
+    #[param(value_type = Option<crate::routes::schemas::Time>)]
     from: Option<String>,
-    /// Only events recorded before this time (RFC 3339).
+    /// Only events recorded before this time (RFC 3339), not before `from`.
+    #[param(value_type = Option<crate::routes::schemas::Time>)]
     to: Option<String>,
     /// `true`: leave Terraform's lines (`LogLine`) out.
     exclude_logs: Option<bool>,
@@ -143,7 +150,6 @@ const EXPORT_PAGE: i64 = 1000;
         (status = 200, description = "NDJSON of AuditEventOut", content_type = "application/x-ndjson"),
         (status = 401, body = crate::error::ErrorBody),
         (status = 422, description = "A parameter is invalid (`detail` names it)", body = crate::error::ErrorBody),
-        (status = 429, description = "The caller holds 16 streams and exports open already", body = crate::error::ErrorBody),
     ))]
 pub async fn export_audit(
     State(state): State<AppState>,

@@ -58,7 +58,7 @@ pub fn router(state: AppState) -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct OrderIn {
     /// At most 1000.
-    #[schema(max_items = 1000)]
+    #[schema(value_type = crate::routes::schemas::CatalogIds)]
     pub ids: Vec<String>,
 }
 
@@ -71,7 +71,7 @@ pub async fn list_catalog_events(
     State(state): State<AppState>,
     Query(page): Query<Page>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
-    let events = store::catalog::catalog_events(&state.pool, page.after(), page.limit()).await?;
+    let events = store::catalog::catalog_events(&state.pool, page.after()?, page.limit()).await?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 

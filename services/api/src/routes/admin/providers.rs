@@ -63,8 +63,10 @@ impl From<&ProviderSpec> for AdminProviderOut {
 #[serde(deny_unknown_fields)]
 pub struct CreateProviderIn {
     /// 1 to 64 characters of `[a-z0-9._-]`, unique.
+    #[schema(value_type = crate::routes::schemas::CatalogId)]
     pub id: String,
     /// The name users read, e.g. `NREC UiO`.
+    #[schema(value_type = crate::routes::schemas::CatalogText)]
     pub name: String,
     /// Default `true`.
     pub enabled: Option<bool>,
@@ -76,6 +78,7 @@ pub struct CreateProviderIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProviderIn {
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub name: Option<String>,
     pub sort_order: Option<i32>,
     pub enabled: Option<bool>,

@@ -47,20 +47,19 @@ pub struct PlatformEventOut {
 #[utoipa::path(get, path = "/api/v1/admin/stream", tag = "admin",
     security(("bearer" = [])),
     params(
-        ("actor" = Option<String>, Query, description = "Only events of this actor"),
-        ("type" = Option<Vec<String>>, Query, description = "Only events of these types (repeat it)"),
-        ("vm" = Option<String>, Query, description = "Only this VM's events"),
-        ("provider" = Option<String>, Query, description = "Only events of VMs on this provider"),
-        ("from" = Option<String>, Query, description = "Only events recorded at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Only events recorded before (RFC 3339)"),
+        ("actor" = Option<String>, Query, min_length = 1, pattern = r"^[^\u0000]*$", description = "Only events of this actor"),
+        ("type" = Option<Vec<crate::routes::schemas::EventType>>, Query, explode, style = Form, description = "Only events of these types (repeat it)"),
+        ("vm" = Option<uuid::Uuid>, Query, description = "Only this VM's events"),
+        ("provider" = Option<String>, Query, min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$", description = "Only events of VMs on this provider"),
+        ("from" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded at or after (RFC 3339)"),
+        ("to" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded before (RFC 3339), not before `from`"),
         ("exclude_logs" = Option<bool>, Query, description = "Leave out `LogLine` events"),
-        ("since" = Option<i64>, Query, description = "Resume after this position"),
-        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this position"),
+        ("since" = Option<i64>, Query, minimum = 0, description = "Resume after this position"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this position"),
     ),
     responses(
         (status = 200, description = "text/event-stream of PlatformEventOut", content_type = "text/event-stream"),
         (status = 422, description = "A parameter is invalid (`detail` names it)", body = crate::error::ErrorBody),
-        (status = 429, description = "The caller holds 16 streams and exports open already", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all)]
 pub async fn stream_platform(

@@ -107,25 +107,36 @@ impl From<&TemplateSpec> for AdminTemplateOut {
 #[serde(deny_unknown_fields)]
 pub struct CreateTemplateIn {
     /// The provider's id.
+    #[schema(value_type = crate::routes::schemas::CatalogId)]
     pub provider: String,
     /// 1 to 64 characters of `[a-z0-9._-]`, unique within the provider.
+    #[schema(value_type = crate::routes::schemas::CatalogId)]
     pub id: String,
+    #[schema(value_type = crate::routes::schemas::CatalogText)]
     pub name: String,
     /// Default empty.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
+    #[schema(value_type = crate::routes::schemas::CatalogText)]
     pub flavor_name: String,
+    #[schema(value_type = crate::routes::schemas::CatalogText)]
     pub image_name: String,
     /// Default `ubuntu`.
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub username: Option<String>,
     /// Greater than 0.
+    #[schema(minimum = 1)]
     pub cpu: i32,
     /// Greater than 0.
+    #[schema(minimum = 1)]
     pub ram_gb: i32,
     /// Greater than 0.
+    #[schema(minimum = 1)]
     pub storage_gb: i32,
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub gpu: Option<String>,
     /// Lowercase words, e.g. `["simple", "gpu"]`, at most 32. Default none.
-    #[schema(max_items = 32)]
+    #[schema(value_type = Option<crate::routes::schemas::Tags>)]
     pub tags: Option<Vec<String>>,
     /// Default `true`.
     pub enabled: Option<bool>,
@@ -137,25 +148,34 @@ pub struct CreateTemplateIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateTemplateIn {
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub name: Option<String>,
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub flavor_name: Option<String>,
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub image_name: Option<String>,
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub username: Option<String>,
+    #[schema(minimum = 1)]
     pub cpu: Option<i32>,
+    #[schema(minimum = 1)]
     pub ram_gb: Option<i32>,
+    #[schema(minimum = 1)]
     pub storage_gb: Option<i32>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<crate::routes::schemas::CatalogText>)]
     pub gpu: Option<Option<String>>,
     /// At most 32.
-    #[schema(max_items = 32)]
+    #[schema(value_type = Option<crate::routes::schemas::Tags>)]
     pub tags: Option<Vec<String>>,
     pub sort_order: Option<i32>,
     pub enabled: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TemplatesQuery {
     /// Only the templates of this provider.
     pub provider: Option<String>,

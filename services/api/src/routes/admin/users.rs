@@ -45,9 +45,30 @@ pub struct UserOut {
 #[serde(deny_unknown_fields)]
 pub struct UserChangesIn {
     /// `user`, `admin` or `super_admin` (super admins only).
+    #[schema(value_type = Option<RoleName>)]
     pub role: Option<String>,
     /// `active` or `disabled`.
+    #[schema(value_type = Option<UserStatusName>)]
     pub status: Option<String>,
+}
+
+/// A role, as `UserChangesIn` takes it (read by `Role`'s `FromStr`).
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the values
+pub enum RoleName {
+    User,
+    Admin,
+    SuperAdmin,
+}
+
+/// A user's status, as `UserChangesIn` takes it.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the values
+pub enum UserStatusName {
+    Active,
+    Disabled,
 }
 
 fn user_out(

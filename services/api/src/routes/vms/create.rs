@@ -22,16 +22,29 @@ use crate::{ApiError, AppJson, AppState, RequestId};
 /// A request for a VM.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "name": "web-1",
+    "provider": "local",
+    "template": "small",
+    "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop",
+    "allow_ssh_from": ["192.0.2.0/24"],
+    "duration_hours": 4
+}))]
 pub struct CreateVmIn {
     /// Optional client-chosen id (UUID). Lets a client open the VM's stream before creating
     /// it, and makes a retried create safe: the same request again answers `202` with the
     /// same VM, another request with this id `409`.
     pub id: Option<Uuid>,
     /// 1 to 63 characters of `[a-z0-9-]`, starting with a letter.
+    #[schema(min_length = 1, max_length = 63, pattern = r"^[a-z][a-z0-9-]*$")]
     pub name: String,
-    /// A provider id from `GET /api/v1/providers`.
+    /// A provider id from `GET /api/v1/providers`: one that exists and is available, else
+    /// `422` naming `provider`.
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$")]
     pub provider: String,
-    /// A template id from `GET /api/v1/providers/{provider}/templates`.
+    /// A template id from `GET /api/v1/providers/{provider}/templates`: an enabled template
+    /// of the provider, else `422` naming `template`.
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9._-]+$")]
     pub template: String,
     /// An OpenSSH public key, e.g. `ssh-ed25519 AAAA... me@laptop`: ed25519, ECDSA
     /// (nistp256, nistp384, nistp521) or RSA of at least 3072 bits. Give this or
@@ -48,6 +61,7 @@ pub struct CreateVmIn {
     #[schema(min_items = 1, max_items = 32)]
     pub allow_ssh_from: Vec<String>,
     /// How long the VM may live: 1 to 168 hours.
+    #[schema(minimum = 1, maximum = 168)]
     pub duration_hours: i64,
 }
 

@@ -17,6 +17,7 @@ use crate::{ApiError, AppJson, AppState, RequestId};
 pub struct ExtendIn {
     /// Hours added to the VM's expiry (1 to 168); afterwards it may have at most 168 hours
     /// left.
+    #[schema(minimum = 1, maximum = 168)]
     pub hours: i64,
 }
 
@@ -144,7 +145,7 @@ pub struct PatchVmIn {
         deserialize_with = "crate::timestamps::required",
         serialize_with = "time::serde::rfc3339::serialize"
     )]
-    #[schema(value_type = String, format = DateTime)]
+    #[schema(value_type = crate::routes::schemas::Time)]
     pub expires_at: OffsetDateTime,
 }
 

@@ -6,7 +6,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::parse_id;
 use crate::routes::admin::{audit_error, audit_query};
-use crate::routes::events::{limit, EventOut, Page};
+use crate::routes::events::{limit, EventOut};
+use crate::routes::schemas::{EventType, Time};
 use crate::{ApiError, AppState};
 
 /// The VM's audit history in order, Terraform's lines included unless `exclude_logs=true`.
@@ -14,11 +15,13 @@ use crate::{ApiError, AppState};
 /// `provider`).
 #[utoipa::path(get, path = "/api/v1/vms/{id}/events", tag = "vms",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "VM id"), Page,
-        ("actor" = Option<String>, Query, description = "Only events caused by this actor"),
-        ("type" = Option<Vec<String>>, Query, description = "Only events of this type; repeat it for several"),
-        ("from" = Option<String>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Only events recorded before this time (RFC 3339)"),
+    params(("id" = String, Path, description = "VM id"),
+        ("after" = Option<u64>, Query, maximum = 9223372036854775807_u64, description = "Only events with a higher sequence"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "At most this many (default and maximum 10000)"),
+        ("actor" = Option<String>, Query, min_length = 1, pattern = r"^[^\u0000]*$", description = "Only events caused by this actor"),
+        ("type" = Option<Vec<EventType>>, Query, explode, style = Form, description = "Only events of this type; repeat it for several"),
+        ("from" = Option<Time>, Query, description = "Only events recorded at or after this time (RFC 3339)"),
+        ("to" = Option<Time>, Query, description = "Only events recorded before this time (RFC 3339), not before `from`"),
         ("exclude_logs" = Option<bool>, Query, description = "`true`: leave `LogLine` events out"),
     ),
     responses((status = 200, body = [EventOut]), (status = 404, body = crate::error::ErrorBody),
@@ -31,13 +34,7 @@ pub async fn list_vm_events(
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
     let vm = parse_id(&id)?;
     let mut query = audit_query(&params, false)?;
-    let after = match params.iter().find(|(name, _)| name == "after") {
-        Some((_, after)) => after.parse::<u64>().map_err(|_| ApiError::Invalid {
-            field: "after".into(),
-            reason: "must be the sequence of an event of the VM".into(),
-        })?,
-        None => 0,
-    };
+    let after = sequence_after(&params)?;
     if store::last_sequence(&state.pool, vm).await? == 0 {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
@@ -48,6 +45,22 @@ pub async fn list_vm_events(
         .await
         .map_err(audit_error)?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
+}
+
+/// `after`: a sequence, as the events table keeps them (a non-negative `bigint`); 0 when
+/// left out.
+fn sequence_after(params: &[(String, String)]) -> Result<u64, ApiError> {
+    let Some((_, after)) = params.iter().find(|(name, _)| name == "after") else {
+        return Ok(0);
+    };
+    after
+        .parse::<i64>()
+        .ok()
+        .and_then(|after| u64::try_from(after).ok())
+        .ok_or_else(|| ApiError::Invalid {
+            field: "after".into(),
+            reason: "must be the sequence of an event of the VM".into(),
+        })
 }
 
 /// One line Terraform printed.
@@ -108,6 +121,25 @@ impl From<store::views::LogRow> for LogOut {
             message: r.message,
             kind: r.kind,
             recorded_at: r.recorded_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(value: &str) -> Result<u64, String> {
+        sequence_after(&[("after".to_owned(), value.to_owned())]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn after_is_a_sequence_the_events_table_can_hold() {
+        assert_eq!(after("0"), Ok(0));
+        assert_eq!(after("9223372036854775807"), Ok(i64::MAX as u64));
+        assert_eq!(sequence_after(&[]).ok(), Some(0));
+        for wrong in ["9223372036854775808", "-1", "x", ""] {
+            assert!(after(wrong).unwrap_err().starts_with("after: "), "{wrong}");
         }
     }
 }

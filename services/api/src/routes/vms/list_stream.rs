@@ -29,13 +29,12 @@ use crate::{ApiError, AppState};
 #[utoipa::path(get, path = "/api/v1/vms/stream", tag = "vms",
     security(("bearer" = [])),
     params(
-        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this position"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this position"),
         Since,
     ),
     responses(
         (status = 200, description = "text/event-stream of VmOut", content_type = "text/event-stream"),
         (status = 400, description = "`since` names no event", body = crate::error::ErrorBody),
-        (status = 429, description = "The caller holds 16 streams and exports open already", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all)]
 pub async fn stream_vms(

@@ -27,16 +27,43 @@ pub struct VmPage {
     pub next: Option<String>,
 }
 
+/// A status `GET /api/v1/vms?status=` takes (see `VmStatus::SHOWN`).
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the values; `list_filter` parses them
+pub enum VmStatusName {
+    Requested,
+    Provisioning,
+    Provisioned,
+    Initializing,
+    Running,
+    Unreachable,
+    Failed,
+    DestroyRequested,
+    Destroying,
+    Destroyed,
+}
+
+/// Which VMs `GET /api/v1/vms?archived=` shows.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)] // documents the values; `list_filter` parses them
+pub enum Archived {
+    False,
+    True,
+    All,
+}
+
 /// The VMs, newest first, a page at a time. Archived VMs are left out unless
 /// `archived=true` (only them) or `archived=all`.
 #[utoipa::path(get, path = "/api/v1/vms", tag = "vms",
     security(("bearer" = [])),
     params(
-        ("status" = Option<String>, Query, description = "Only VMs with this status; repeat it or separate statuses by commas (`status=failed,destroyed`)"),
-        ("provider" = Option<String>, Query, description = "Only VMs of this provider"),
-        ("archived" = Option<String>, Query, description = "`false` (the default): not archived; `true`: only archived; `all`: both"),
-        ("after" = Option<String>, Query, description = "The `next` of the previous page"),
-        ("limit" = Option<i64>, Query, description = "VMs per page, 1 to 1000 (100 by default)"),
+        ("status" = Option<Vec<VmStatusName>>, Query, explode, style = Form, description = "Only VMs with this status; repeat it or separate statuses by commas (`status=failed,destroyed`)"),
+        ("provider" = Option<String>, Query, pattern = r"^[^\u0000]*$", description = "Only VMs of this provider"),
+        ("archived" = Option<Archived>, Query, description = "`false` (the default): not archived; `true`: only archived; `all`: both"),
+        ("after" = Option<String>, Query, pattern = r"^-?[0-9]{1,17}_[0-9a-fA-F]{32}$", description = "The `next` of the previous page"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "VMs per page, 1 to 1000 (100 by default)"),
     ),
     responses(
         (status = 200, body = VmPage),
@@ -157,6 +184,7 @@ pub struct GetVmQuery {
     /// The VM as it was then: a position in the events table, or an RFC 3339 time. The
     /// answer is folded from the VM's events up to there; its `at_position` (and the
     /// `Provisioning-Position` header) is the position of the last of them.
+    #[param(value_type = Option<crate::routes::schemas::At>)]
     pub at: Option<String>,
 }
 

@@ -28,6 +28,7 @@ use crate::{ApiError, AppState};
 #[into_params(parameter_in = Query)]
 pub struct Since {
     /// Resume after this id (as `Last-Event-ID` does; this wins when both are given).
+    #[param(pattern = r"^([0-9]{1,18})?$")]
     pub since: Option<String>,
 }
 
@@ -42,13 +43,12 @@ pub struct Since {
     security(("bearer" = [])),
     params(
         ("id" = String, Path, description = "VM id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence"),
+        ("Last-Event-ID" = Option<u64>, Header, maximum = 999999999999999999_u64, description = "Resume after this sequence"),
         Since,
     ),
     responses(
         (status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream"),
         (status = 400, description = "`since` is not a sequence", body = crate::error::ErrorBody),
-        (status = 429, description = "The caller holds 16 streams and exports open already", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn stream_vm(

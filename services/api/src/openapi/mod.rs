@@ -3,6 +3,14 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+mod answers;
+mod headers;
+mod links;
+
+use answers::CommonAnswers;
+use headers::Headers;
+use links::Links;
+
 use crate::routes::{admin, auth, callbacks, health, me, providers, ssh_keys, tokens, vms};
 use crate::AppState;
 
@@ -32,8 +40,12 @@ use crate::AppState;
         admin::stream_platform,
         get_openapi,
     ),
-    components(schemas(crate::error::ErrorBody, admin::PlatformEventOut)),
-    modifiers(&BearerAuth),
+    components(schemas(
+        crate::error::ErrorBody, admin::PlatformEventOut, vms::VmStatusName, vms::Archived,
+        crate::routes::schemas::EventType, crate::routes::schemas::Time,
+        crate::routes::schemas::At,
+    )),
+    modifiers(&BearerAuth, &CommonAnswers, &Headers, &Links),
 )]
 pub struct ApiDoc;
 
@@ -57,6 +69,17 @@ pub fn router() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta",
     security(("bearer" = [])),
     responses((status = 200, description = "The OpenAPI document", body = Object)))]
-pub async fn get_openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub async fn get_openapi() -> Json<serde_json::Value> {
+    Json(document())
 }
+
+/// The OpenAPI document as it is served and committed.
+pub fn document() -> serde_json::Value {
+    let mut document =
+        serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document is plain data");
+    links::camel_case_links(&mut document);
+    document
+}
+
+#[cfg(test)]
+mod tests;
