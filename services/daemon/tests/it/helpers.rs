@@ -572,3 +572,8 @@ fn kill_runners_in(work: &std::path::Path) {
         }
     }
 }
+
+/// Held by the tests that start tens of runners at once (each runner's Terraform opens
+/// Postgres connections of its own): two of them together can pass the server's
+/// `max_connections` on a small machine, which is no fault of either.
+pub static MANY_RUNNERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -36,6 +36,7 @@ async fn wait_all(app: &TestApp, status: &str, limit: Duration) {
 
 #[tokio::test]
 async fn a_hundred_creates_and_destroys_from_fifty_clients_all_succeed() {
+    let _alone = crate::helpers::MANY_RUNNERS.lock().await;
     let app = spawn_app().await;
     let started = Instant::now();
     let per_client = VMS / CLIENTS;

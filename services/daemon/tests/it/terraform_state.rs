@@ -202,6 +202,7 @@ async fn statuses_and_init_retries(app: &TestApp) -> (Vec<String>, Vec<String>) 
 
 #[tokio::test]
 async fn fifty_creates_at_once_on_a_new_state_database_all_end_provisioned() {
+    let _alone = crate::helpers::MANY_RUNNERS.lock().await;
     let state = StateRole::create(&["tfstate"]).await;
     let dir = tempfile::tempdir().unwrap();
     // The runners start a few milliseconds apart, and making the tables takes about as
