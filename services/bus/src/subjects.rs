@@ -128,5 +128,10 @@ mod tests {
             "p.events.catalog.ALL.SeedImported"
         );
         assert!(ProviderId::parse(ALL_PROVIDERS).is_err());
+        // A VM's events too: `events.vm.*.<vm>.>` must match them.
+        assert_eq!(
+            subjects.vm_event(&dotted, "0b6f8a4e-1111-4222-8333-444455556666", "Applied"),
+            "p.events.vm.eu~west.0b6f8a4e-1111-4222-8333-444455556666.Applied"
+        );
     }
 }
