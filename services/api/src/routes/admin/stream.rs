@@ -67,7 +67,7 @@ pub async fn stream_platform(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (filter, since) = stream_filter(&params)?;
-    let resume = streams::resume_point(&headers, since.as_deref());
+    let resume = streams::resume_point(&headers, since.as_deref(), i64::MAX as u64)?;
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
     let (outbox, events) = streams::outbox(resume, &state.stopping);
