@@ -164,9 +164,9 @@ impl Decide for Provisioning {
                 self.existing()?;
                 boot::unreachable(&self.lifecycle, job_id, reason)
             }
-            ProvisioningCommand::Extend { hours, at } => {
+            ProvisioningCommand::Extend { hours, at, limit } => {
                 self.existing()?;
-                expiry::extend(&self.lifecycle, hours, at)
+                expiry::extend(&self.lifecycle, hours, at, limit.as_ref())
             }
             ProvisioningCommand::SetExpiry { expires_at, at } => {
                 self.existing()?;

@@ -57,10 +57,13 @@ pub enum ProvisioningCommand {
     Callback { job_id: JobId, report: BootReport },
     /// The VM made by create job `job_id` did not phone home in time.
     MarkUnreachable { job_id: JobId, reason: String },
-    /// Give the VM `hours` more, within the longest duration from `at`.
+    /// Give the VM `hours` more, within the longest duration from `at`, and no later than
+    /// `limit` (the policies' longest life for the caller) when there is one.
     Extend {
         hours: u16,
         at: time::OffsetDateTime,
+        #[serde(default)]
+        limit: Option<super::expiry::ExtendLimit>,
     },
     /// Set when the VM expires (admins), later than `at`.
     SetExpiry {

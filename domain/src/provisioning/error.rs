@@ -47,6 +47,11 @@ pub enum ProvisioningError {
         "hours: a VM may have at most {longest} hours left; it has {left} before this extension"
     )]
     ExtendTooFar { longest: u16, left: i64 },
+    /// Refused as a create would be: the policies allow the caller no longer a life.
+    #[error(
+        "denied by policy {policy:?}: the VM would live longer than the {hours} hours allowed from its request"
+    )]
+    ExtendPastPolicy { policy: String, hours: u64 },
     #[error("expires_at: must be in the future")]
     ExpiryPassed,
     #[error("expires_at: must be within {days} days from now")]

@@ -17,6 +17,16 @@ pub const LONGEST: Duration = Duration::from_secs(168 * 3600);
 /// The furthest an admin may set an expiry, so a typo does not keep a VM for ever.
 pub const FURTHEST_SET: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// The latest an extension may take a VM to: the longest life the caller's policies allow,
+/// counted from the VM's request, and the policy that sets it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtendLimit {
+    #[serde(with = "time::serde::rfc3339")]
+    pub until: OffsetDateTime,
+    pub hours: u64,
+    pub policy: String,
+}
+
 /// When the VM expires, and the warnings sent for that time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expiry {
@@ -77,11 +87,12 @@ fn movable(lifecycle: &Lifecycle) -> Result<(), ProvisioningError> {
 }
 
 /// `hours` more, counted from the expiry (or from `at`, when it has passed or is unknown),
-/// so that no more than [`LONGEST`] is left.
+/// so that no more than [`LONGEST`] is left, and not past `limit`.
 pub(super) fn extend(
     lifecycle: &Lifecycle,
     hours: u16,
     at: OffsetDateTime,
+    limit: Option<&ExtendLimit>,
 ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
     movable(lifecycle)?;
     let longest = (LONGEST.as_secs() / 3600) as u16;
@@ -94,6 +105,12 @@ pub(super) fn extend(
         return Err(ProvisioningError::ExtendTooFar {
             longest,
             left: (from - at).whole_hours(),
+        });
+    }
+    if let Some(limit) = limit.filter(|l| expires_at > l.until) {
+        return Err(ProvisioningError::ExtendPastPolicy {
+            policy: limit.policy.clone(),
+            hours: limit.hours,
         });
     }
     Ok(vec![ProvisioningEvent::ExpiryExtended {

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use super::tests::*;
 use super::*;
-use crate::provisioning::{AppStatus, BootReport};
+use crate::provisioning::{AppStatus, BootReport, ExtendLimit};
 
 fn hours(h: i64) -> OffsetDateTime {
     AT + time::Duration::hours(h)
@@ -177,21 +177,33 @@ fn the_application_reports_its_readiness() {
 fn an_owner_extends_within_the_longest_duration() {
     Given::with(())
         .given(provisioned())
-        .when(ProvisioningCommand::Extend { hours: 2, at: AT })
+        .when(ProvisioningCommand::Extend {
+            hours: 2,
+            at: AT,
+            limit: None,
+        })
         .then_expect_events(vec![ProvisioningEvent::ExpiryExtended {
             hours: 2,
             expires_at: hours(10),
         }]);
     Given::with(())
         .given(provisioned())
-        .when(ProvisioningCommand::Extend { hours: 161, at: AT })
+        .when(ProvisioningCommand::Extend {
+            hours: 161,
+            at: AT,
+            limit: None,
+        })
         .then_expect_error(ProvisioningError::ExtendTooFar {
             longest: 168,
             left: 8,
         });
     Given::with(())
         .given(provisioned())
-        .when(ProvisioningCommand::Extend { hours: 0, at: AT })
+        .when(ProvisioningCommand::Extend {
+            hours: 0,
+            at: AT,
+            limit: None,
+        })
         .then_expect_error(ProvisioningError::ExtendHours { longest: 168 });
     // Past its expiry (before the sweep came), an extension counts from now.
     Given::with(())
@@ -199,11 +211,46 @@ fn an_owner_extends_within_the_longest_duration() {
         .when(ProvisioningCommand::Extend {
             hours: 1,
             at: hours(9),
+            limit: None,
         })
         .then_expect_events(vec![ProvisioningEvent::ExpiryExtended {
             hours: 1,
             expires_at: hours(10),
         }]);
+}
+
+#[test]
+fn an_extension_stops_at_the_policy_limit_counted_from_the_request() {
+    // Requested at AT for 8 hours; the policy "short" allows 10 hours from then.
+    let limit = || {
+        Some(ExtendLimit {
+            until: hours(10),
+            hours: 10,
+            policy: "short".into(),
+        })
+    };
+    Given::with(())
+        .given(provisioned())
+        .when(ProvisioningCommand::Extend {
+            hours: 2,
+            at: AT,
+            limit: limit(),
+        })
+        .then_expect_events(vec![ProvisioningEvent::ExpiryExtended {
+            hours: 2,
+            expires_at: hours(10),
+        }]);
+    Given::with(())
+        .given(provisioned())
+        .when(ProvisioningCommand::Extend {
+            hours: 3,
+            at: AT,
+            limit: limit(),
+        })
+        .then_expect_error(ProvisioningError::ExtendPastPolicy {
+            policy: "short".into(),
+            hours: 10,
+        });
 }
 
 #[test]
@@ -240,7 +287,11 @@ fn a_destroyed_vm_cannot_be_extended() {
     .concat();
     Given::with(())
         .given(destroyed)
-        .when(ProvisioningCommand::Extend { hours: 1, at: AT })
+        .when(ProvisioningCommand::Extend {
+            hours: 1,
+            at: AT,
+            limit: None,
+        })
         .then_expect_error(ProvisioningError::CannotExtend(VmStatus::Destroyed));
 }
 

@@ -18,7 +18,7 @@ pub use boot::{AppStatus, Boot, BootReport, CallbackKind};
 pub use commands::{JobOutcome, LogLineIn, ProvisioningCommand};
 pub use error::ProvisioningError;
 pub use events::{Diagnostic, DriftedResource, JobAction, ProvisioningEvent, Severity};
-pub use expiry::Expiry;
+pub use expiry::{Expiry, ExtendLimit};
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
 pub use values::{

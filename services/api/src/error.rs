@@ -34,6 +34,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The caller holds too much at once (open streams and exports); the detail says what.
+    #[error("{0}")]
+    TooMany(String),
     /// A request larger than the API takes (the body, or what it would make).
     #[error("{0}")]
     TooLarge(String),
@@ -69,6 +72,7 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::TooMany(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -145,6 +149,9 @@ pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) ->
         CommandError::Rejected(ProvisioningError::CallbackRefused(_)) => {
             // Said no more than for a token that never was: nothing to probe.
             ApiError::NotFound("no such callback".into())
+        }
+        CommandError::Rejected(e @ ProvisioningError::ExtendPastPolicy { .. }) => {
+            ApiError::Forbidden(e.to_string())
         }
         CommandError::Rejected(
             e @ (ProvisioningError::ExtendHours { .. } | ProvisioningError::ExtendTooFar { .. }),

@@ -55,6 +55,8 @@ pub struct AppState {
     /// Cancelled when the process stops: the live streams end then, so that the server's
     /// graceful shutdown does not wait for their clients.
     pub stopping: tokio_util::sync::CancellationToken,
+    /// The streams and exports each caller holds open (at most `streams::slots::PER_CALLER`).
+    pub slots: Arc<streams::Slots>,
 }
 
 pub fn app(state: AppState) -> Router {

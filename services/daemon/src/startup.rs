@@ -84,6 +84,10 @@ pub enum StartupError {
     },
 }
 
+/// How long a stopping server waits for the answers in progress (streams and exports end at
+/// once, unless their client stopped reading) before it cuts them.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct Application {
     roles: Roles,
     listener: Option<TcpListener>,
@@ -252,6 +256,7 @@ impl Application {
         let state = api::AppState {
             hub: api::StreamHub::new(pool.clone()),
             stopping: cancel.clone(),
+            slots: Default::default(),
             stream_nats,
             pool,
             bus,
@@ -436,11 +441,24 @@ impl Application {
                         tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
                     }
                 });
+                let deadline = stop.clone();
                 let served = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await;
-                if let Err(e) = served {
-                    tracing::error!(error = %e, "the API server failed");
+                    .with_graceful_shutdown(async move { stop.cancelled().await });
+                // Streams and exports end at shutdown, but only when the server asks them
+                // for more: one whose client stopped reading waits on the socket. After
+                // the grace, the server stops waiting and such connections are dropped
+                // with the runtime.
+                tokio::select! {
+                    served = served => if let Err(e) = served {
+                        tracing::error!(error = %e, "the API server failed");
+                    },
+                    _ = async {
+                        deadline.cancelled().await;
+                        tokio::time::sleep(SHUTDOWN_GRACE).await;
+                    } => tracing::warn!(
+                        grace = ?SHUTDOWN_GRACE,
+                        "answers still in progress after the shutdown grace are cut"
+                    ),
                 }
             });
         }

@@ -26,10 +26,20 @@ pub struct LiveToken {
     pub id: Uuid,
     pub user_id: Uuid,
     pub last_used_at: Option<OffsetDateTime>,
+    pub expires_at: Option<OffsetDateTime>,
+    /// Set for tokens made through the admin token: the hash of that admin token.
+    pub admin_token_hash: Option<Vec<u8>>,
 }
 
-/// Records a new token of `user`.
-#[tracing::instrument(skip_all, fields(user = %user), err)]
+/// What made a new token: the token it was made with, if any, and the admin token's hash
+/// when it comes from the admin token.
+#[derive(Debug, Clone, Default)]
+pub struct Minted<'a> {
+    pub by: Option<Uuid>,
+    pub admin_token_hash: Option<&'a [u8]>,
+}
+
+/// Records a new token of `user`, made with a session or straight into the store.
 pub async fn insert(
     pool: &PgPool,
     user: UserId,
@@ -38,9 +48,25 @@ pub async fn insert(
     hash: &[u8],
     expires_at: Option<OffsetDateTime>,
 ) -> Result<ApiTokenRow, sqlx::Error> {
+    let minted = Minted::default();
+    insert_minted(pool, user, name, prefix, hash, expires_at, &minted).await
+}
+
+/// Records a new token of `user`, made as `minted` says.
+#[tracing::instrument(skip_all, fields(user = %user), err)]
+pub async fn insert_minted(
+    pool: &PgPool,
+    user: UserId,
+    name: &str,
+    prefix: &str,
+    hash: &[u8],
+    expires_at: Option<OffsetDateTime>,
+    minted: &Minted<'_>,
+) -> Result<ApiTokenRow, sqlx::Error> {
     sqlx::query_as(&format!(
-        "INSERT INTO api_tokens (id, user_id, name, prefix, hash, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+        "INSERT INTO api_tokens (id, user_id, name, prefix, hash, expires_at, minted_by,
+                                 admin_token_hash)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::new_v4())
     .bind(user.as_uuid())
@@ -48,6 +74,8 @@ pub async fn insert(
     .bind(prefix)
     .bind(hash)
     .bind(expires_at)
+    .bind(minted.by)
+    .bind(minted.admin_token_hash)
     .fetch_one(pool)
     .await
 }
@@ -83,7 +111,7 @@ pub async fn revoke(pool: &PgPool, user: UserId, id: Uuid) -> Result<bool, sqlx:
 #[tracing::instrument(skip_all, err)]
 pub async fn live_by_hash(pool: &PgPool, hash: &[u8]) -> Result<Option<LiveToken>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, user_id, last_used_at FROM api_tokens
+        "SELECT id, user_id, last_used_at, expires_at, admin_token_hash FROM api_tokens
          WHERE hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
     )
     .bind(hash)

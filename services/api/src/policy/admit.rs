@@ -3,6 +3,7 @@
 //! nothing is recorded.
 
 use domain::identity::UserId;
+use domain::provisioning::{ProviderId, TemplateId};
 use domain::quota::{Size, Usage};
 
 use super::TemplateFacts;
@@ -37,6 +38,42 @@ pub async fn admit(
             exceeded.to_string(),
         )
     })
+}
+
+/// Whether `principal` may have a VM of `template` live `hours` from its request (an
+/// extension): the policies' decision on the template as for a create of that long. The
+/// longest life of the limits (`@max_hours`) is the aggregate's to hold, since the VM's
+/// expiry may move meanwhile; a refusal there is counted with [`denied_lifetime`].
+pub async fn admit_lifetime(
+    state: &AppState,
+    principal: &Principal,
+    provider: &str,
+    template: &str,
+    hours: u64,
+) -> Result<(), ApiError> {
+    // A template since removed from the catalog has no facts to decide on: the limits
+    // alone hold it.
+    let row = match (ProviderId::parse(provider), TemplateId::parse(template)) {
+        (Ok(p), Ok(t)) => store::catalog::template(&state.pool, &p, &t).await?,
+        _ => None,
+    };
+    let Some(template) = row else { return Ok(()) };
+    let size = Size::of_template(template.cpu, template.ram_gb, template.gpu.as_deref());
+    let facts = TemplateFacts {
+        provider: &template.provider_id,
+        template: &template.id,
+        size,
+        tags: &template.tags,
+    };
+    let book = state.policies.book();
+    book.may_create(principal, &facts, hours)
+        .map_err(|denied| refuse(state, principal, &denied.policy, denied.to_string()))
+}
+
+/// Counts and logs an extension the aggregate refused for `policy`'s longest life.
+pub fn denied_lifetime(state: &AppState, principal: &Principal, policy: &str, detail: &str) {
+    state.policies.denied(policy);
+    tracing::warn!(policy, user = %principal.user, %detail, "VM extension denied by policy");
 }
 
 fn refuse(state: &AppState, principal: &Principal, policy: &str, detail: String) -> ApiError {

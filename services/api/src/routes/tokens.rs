@@ -1,6 +1,10 @@
 //! `/api/v1/tokens`: personal API tokens, for scripts and the CLI. A token acts as its
 //! user (same role, same VMs); its secret is answered once, when it is made, and only its
 //! SHA-256 is stored. Revoked or expired tokens are refused with a 401.
+//!
+//! A token cannot outlive or outrank what made it: one made with a token (or a bearer JWT)
+//! expires no later than that token (a later expiry, or none, is capped to it), and one made through the
+//! admin token works only while that admin token is set (see `auth::tokens`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,7 +15,9 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::{tokens, Principal};
+use store::api_tokens::Minted;
+
+use crate::auth::{jwt, tokens, Credential, Principal};
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -27,7 +33,9 @@ pub struct TokenIn {
     /// 1 to 64 characters on one line, e.g. `ci`.
     #[schema(value_type = crate::routes::schemas::OneLineName)]
     pub name: String,
-    /// When it stops working (RFC 3339, in the future); never, when left out.
+    /// When it stops working (RFC 3339, in the future); never, when left out. A token made
+    /// with a token (or a JWT) that expires expires no later than it: a later time, or
+    /// none, is capped to that expiry (the answer shows the expiry it got).
     #[serde(default, deserialize_with = "crate::timestamps::optional")]
     #[schema(value_type = Option<crate::routes::schemas::Time>)]
     pub expires_at: Option<OffsetDateTime>,
@@ -88,6 +96,7 @@ impl From<store::api_tokens::ApiTokenRow> for TokenOut {
 pub async fn create_token(
     State(state): State<AppState>,
     principal: Principal,
+    credential: Credential,
     AppJson(input): AppJson<TokenIn>,
 ) -> Result<(StatusCode, Json<CreatedTokenOut>), ApiError> {
     // The same rule as an SSH key's name.
@@ -101,14 +110,22 @@ pub async fn create_token(
             reason: "must be in the future".into(),
         });
     }
+    let admin_token_hash = tokens::admin_token_hash(&state);
+    let minted = minted_with(&credential, admin_token_hash.as_deref());
+    // No later than the credential that makes it, when that one expires.
+    let expires_at = match (input.expires_at, expires_at_of(&credential)) {
+        (Some(asked), Some(limit)) => Some(asked.min(limit)),
+        (asked, limit) => asked.or(limit),
+    };
     let secret = tokens::generate();
-    let row = store::api_tokens::insert(
+    let row = store::api_tokens::insert_minted(
         &state.pool,
         principal.user,
         name.as_str(),
         &secret[..tokens::SHOWN],
         &tokens::hash(&secret),
-        input.expires_at,
+        expires_at,
+        &minted,
     )
     .await?;
     tracing::info!(token = %row.id, "personal API token made");
@@ -119,6 +136,36 @@ pub async fn create_token(
             info: row.into(),
         }),
     ))
+}
+
+/// What a new token made with `credential` records of it: the token that made it, and the
+/// admin token it comes from (`admin_token_hash`: the one set now), passed down the chain.
+fn minted_with<'a>(credential: &'a Credential, admin_token_hash: Option<&'a [u8]>) -> Minted<'a> {
+    match credential {
+        Credential::Token {
+            id,
+            admin_token_hash,
+            ..
+        } => Minted {
+            by: Some(*id),
+            admin_token_hash: admin_token_hash.as_deref(),
+        },
+        Credential::AdminToken => Minted {
+            by: None,
+            admin_token_hash,
+        },
+        Credential::Jwt(_) | Credential::Session(_) => Minted::default(),
+    }
+}
+
+/// When `credential` stops working by itself: a token's expiry, a JWT's `exp`. Sessions
+/// are not counted: signing in is how a user makes a long-lived token on purpose.
+fn expires_at_of(credential: &Credential) -> Option<OffsetDateTime> {
+    match credential {
+        Credential::Token { expires_at, .. } => *expires_at,
+        Credential::Jwt(token) => jwt::expires_at(token),
+        Credential::AdminToken | Credential::Session(_) => None,
+    }
 }
 
 /// The caller's tokens (not revoked; expired ones included), oldest first.

@@ -2,7 +2,8 @@
 //! the client's connection. It holds at most a few events: when the client does not take
 //! them within [`PATIENCE`], the producer stops and the stream ends with a `reconnect` event
 //! naming the last id the client got, so a client that does not read costs a bounded amount
-//! of memory and resumes without a gap when it comes back.
+//! of memory and resumes without a gap when it comes back. A stream whose caller loses
+//! their rights ends with an `end` event instead (see `streams::rights`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +13,8 @@ use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
+
+use super::rights::Lost;
 
 /// Events a client may have waiting; enough to ride over a short pause in its reading.
 pub const QUEUE: usize = 64;
@@ -40,34 +43,70 @@ pub struct Outbox {
     tx: mpsc::Sender<Event>,
     last_id: Option<String>,
     /// Set when the client is cut off: the id it should resume from.
-    cut_off: Arc<Mutex<Option<Option<String>>>>,
+    cut_off: Arc<Mutex<Option<Farewell>>>,
+}
+
+/// The last event of a stream that did not just run out.
+#[derive(Debug)]
+enum Farewell {
+    /// Cut off for not reading: resume from this id.
+    Reconnect(Option<String>),
+    /// The caller lost their rights.
+    End(Lost),
+}
+
+/// Ends a stream for its caller's rights (from outside its producer).
+#[derive(Debug, Clone)]
+pub struct Ender {
+    cut_off: Arc<Mutex<Option<Farewell>>>,
+    end: CancellationToken,
+}
+
+impl Ender {
+    /// Ends the stream now with an `end` event saying why; what was queued is dropped.
+    pub fn end(&self, lost: Lost) {
+        self.cut_off
+            .lock()
+            .expect("not poisoned")
+            .get_or_insert(Farewell::End(lost));
+        self.end.cancel();
+    }
 }
 
 /// The client's side: the events, then a `reconnect` event if it was cut off.
 pub type OutboxStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, axum::Error>> + Send>>;
 
 /// A queue for one client that starts after `resumed_from` (the id it resumed from, if any);
-/// its stream ends when `stopping` is cancelled.
+/// its stream ends when `stopping` is cancelled, or when its [`Ender`] ends it.
 pub fn outbox(
     resumed_from: Option<String>,
     stopping: &CancellationToken,
-) -> (Outbox, OutboxStream) {
+) -> (Outbox, OutboxStream, Ender) {
     let (tx, rx) = mpsc::channel(QUEUE);
     let cut_off = Arc::new(Mutex::new(None));
     let last = cut_off.clone();
-    let stopping = stopping.clone().cancelled_owned();
-    let events = ReceiverStream::new(rx).map(Ok).take_until(stopping);
+    let end = stopping.child_token();
+    let events = ReceiverStream::new(rx)
+        .map(Ok)
+        .take_until(end.clone().cancelled_owned());
     let farewell = futures::stream::once(async move {
-        let resume = last.lock().expect("not poisoned").take();
-        resume.map(reconnect)
+        let farewell = last.lock().expect("not poisoned").take();
+        farewell.map(|farewell| match farewell {
+            Farewell::Reconnect(resume) => reconnect(resume),
+            Farewell::End(lost) => lost.event(),
+        })
     })
     .filter_map(|event| async move { event.map(Ok) });
+    let ender = Ender {
+        cut_off: cut_off.clone(),
+        end,
+    };
     let outbox = Outbox {
         tx,
         last_id: resumed_from,
         cut_off,
     };
-    (outbox, Box::pin(events.chain(farewell)))
+    (outbox, Box::pin(events.chain(farewell)), ender)
 }
 
 fn reconnect(last_id: Option<String>) -> Event {
@@ -92,7 +131,10 @@ impl Outbox {
             }
             Ok(Err(_)) => Err(Stopped::ClientGone),
             Err(_) => {
-                *self.cut_off.lock().expect("not poisoned") = Some(self.last_id.clone());
+                self.cut_off
+                    .lock()
+                    .expect("not poisoned")
+                    .get_or_insert(Farewell::Reconnect(self.last_id.clone()));
                 Err(Stopped::TooSlow)
             }
         }

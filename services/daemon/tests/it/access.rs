@@ -175,6 +175,13 @@ fn routes() -> Vec<Route> {
         r("GET", "/api/v1/audit/export", Admin, None),
         r("GET", "/api/v1/admin/users", Admin, None),
         r("PATCH", "/api/v1/admin/users/{id}", Admin, Some(json!({}))),
+        r("GET", "/api/v1/admin/users/{id}/tokens", Admin, None),
+        r(
+            "DELETE",
+            "/api/v1/admin/users/{id}/tokens/{token_id}",
+            Admin,
+            None,
+        ),
         r("POST", "/api/v1/admin/policies/reload", Admin, None),
         r("GET", "/api/v1/admin/policies/denials", Admin, None),
     ]
@@ -197,6 +204,7 @@ fn path_of(route: &Route, owned: &Owned) -> String {
     route
         .path
         .replace("{id}", id)
+        .replace("{token_id}", "00000000-0000-0000-0000-0000000000bb")
         .replace("{job}", "1")
         .replace("{provider}", "local")
         .replace("{template}", "small")

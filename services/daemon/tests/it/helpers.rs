@@ -120,7 +120,7 @@ pub fn runner_bin() -> std::path::PathBuf {
     .clone()
 }
 
-fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
+pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -> Config {
     let db_url = server_url(db_name);
     Config {
         http_addr: "127.0.0.1:0".parse().unwrap(),

@@ -16,7 +16,7 @@ const SCHEMA: &str = include_str!("../../../../deploy/policies/schema.cedarschem
 const DEFAULTS: &str = include_str!("../../../../deploy/policies/default.cedar");
 
 /// A policy directory with the schema and `policies` as `main.cedar`.
-fn policy_dir(policies: &str) -> tempfile::TempDir {
+pub(crate) fn policy_dir(policies: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("schema.cedarschema"), SCHEMA).unwrap();
     write_policies(dir.path(), policies);
@@ -33,7 +33,7 @@ const TWO_VMS: &str = r#"
 permit (principal, action == Action::"limits", resource);
 "#;
 
-async fn app_with(dir: &Path) -> TestApp {
+pub(crate) async fn app_with(dir: &Path) -> TestApp {
     let dir = dir.to_owned();
     try_spawn_app(
         Roles {

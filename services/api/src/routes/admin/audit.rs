@@ -8,11 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use domain::provisioning::{ProviderId, VmId};
+use futures::StreamExt;
 use serde::Serialize;
 use store::audit::{AuditEntry, AuditError, AuditFilter, Start};
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::auth::Principal;
 use crate::routes::events::limit;
 use crate::{ApiError, AppState};
 
@@ -139,7 +141,8 @@ const EXPORT_PAGE: i64 = 1000;
 
 /// Every event the filters select, one JSON object (an `AuditEventOut`) per line, streamed:
 /// the selection is read a page at a time as the client reads, up to the events committed
-/// when the export began. `limit` is ignored.
+/// when the export began. `limit` is ignored. An export counts among the caller's 16 open
+/// streams and exports (429 past them), and is cut when the server shuts down.
 #[utoipa::path(get, path = "/api/v1/audit/export", tag = "admin",
     security(("bearer" = [])),
     params(AuditQuery),
@@ -150,9 +153,11 @@ const EXPORT_PAGE: i64 = 1000;
     ))]
 pub async fn export_audit(
     State(state): State<AppState>,
+    principal: Principal,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
     let query = audit_query(&params, true)?;
+    let slot = state.slots.take(principal.user)?;
     let horizon = store::feed::horizon(&state.pool).await?;
     // The start is checked now, so a wrong one is a 422 rather than a cut stream.
     let first = store::audit::page(
@@ -196,6 +201,14 @@ pub async fn export_audit(
             Some((Ok::<_, std::io::Error>(Bytes::from(body)), next))
         }
     });
+    // Cut at shutdown, as the streams are, so that the server's graceful shutdown does not
+    // wait for a slow reader; the slot is held until the body is dropped.
+    let pages = pages
+        .take_until(state.stopping.clone().cancelled_owned())
+        .map(move |page| {
+            let _ = &slot;
+            page
+        });
     Ok((
         [(header::CONTENT_TYPE, "application/x-ndjson")],
         Body::from_stream(pages),

@@ -8,6 +8,7 @@ mod policies;
 mod providers;
 mod stream;
 mod templates;
+mod user_tokens;
 mod users;
 
 pub use audit::*;
@@ -16,6 +17,7 @@ pub use policies::*;
 pub use providers::*;
 pub use stream::*;
 pub use templates::*;
+pub use user_tokens::*;
 pub use users::*;
 
 use axum::extract::{Query, State};
@@ -37,6 +39,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(templates::router())
         .merge(dead_letters::router())
         .merge(users::router())
+        .merge(user_tokens::router())
         .merge(policies::router())
         .merge(audit::router())
         .route("/admin/catalog/events", get(list_catalog_events))

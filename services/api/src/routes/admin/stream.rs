@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::audit::audit_query;
-use crate::streams::{self, Follower, Outbox, Stopped};
+use crate::streams::{self, Caller, Follower, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
 /// One event of the platform, with its place in the commit order.
@@ -42,7 +42,8 @@ pub struct PlatformEventOut {
 /// Every event as it commits: `event` is the type, `data` a [`PlatformEventOut`], `id` the
 /// position. Filters: `actor`, `type` (repeatable), `vm`, `provider` (VM events of VMs on
 /// it), `from`/`to` (RFC 3339: recorded at or after `from`, before `to`), as the audit history takes them, `exclude_logs=true`. Resume with
-/// `Last-Event-ID` or `?since=`.
+/// `Last-Event-ID` or `?since=`. An admin who loses their rights (demoted, disabled, their
+/// credential revoked) gets a last `end` event within seconds, and the stream ends.
 #[utoipa::path(get, path = "/api/v1/admin/stream", tag = "admin",
     security(("bearer" = [])),
     params(
@@ -63,14 +64,16 @@ pub struct PlatformEventOut {
 #[tracing::instrument(skip_all)]
 pub async fn stream_platform(
     State(state): State<AppState>,
+    caller: Caller,
     Query(params): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (filter, since) = stream_filter(&params)?;
     let resume = streams::resume_point(&headers, since.as_deref(), i64::MAX as u64)?;
+    let slot = state.slots.take(caller.principal.user)?;
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
-    let (outbox, events) = streams::outbox(resume, &state.stopping);
+    let (outbox, events) = streams::open(&state, caller, resume, slot);
     tokio::spawn(async move {
         if let Err(Stopped::Store(error)) = forward(state, filter, follower, outbox).await {
             tracing::warn!(%error, "could not read the events; the stream ends");

@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use domain::provisioning::{JobId, JobRecord, ProvisioningCommand, VmId};
+use domain::provisioning::{JobAction, JobId, JobRecord, ProvisioningCommand, VmId};
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -121,12 +121,15 @@ pub async fn list_vm_job_logs(
 
 /// Cancels a job. A queued one is cancelled at once; a running one's Terraform gets an
 /// interrupt, stops after its current operations, releases the state lock, and the job
-/// ends `cancelled` (or `succeeded`, if it finished meanwhile).
+/// ends `cancelled` (or `succeeded`, if it finished meanwhile). A user cancels only the
+/// destroys they asked for: one asked by an admin, the expiry sweep or the watchdog stands
+/// unless an admin cancels it.
 #[utoipa::path(post, path = "/api/v1/vms/{id}/jobs/{job}/cancel", tag = "jobs",
     security(("bearer" = [])),
     params(("id" = String, Path, description = "VM id"), ("job" = u32, Path, description = "Job number")),
     responses(
         (status = 202, description = "Cancelled, or asked to stop", body = VmOut),
+        (status = 403, description = "A user's cancel of a destroy another asked for (an admin, the expiry sweep, the watchdog)", body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody),
         (status = 409, description = "The job has ended", body = crate::error::ErrorBody),
         (status = 503, description = "Nothing was changed; retry after `Retry-After` seconds", body = crate::error::ErrorBody),
@@ -140,6 +143,7 @@ pub async fn cancel_vm_job(
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let job_id = parse_job(&job)?;
+    may_cancel(&state, &principal, &id, job_id).await?;
     let what = |vm| format!("POST /api/v1/vms/{vm}/jobs/{job_id}/cancel");
     let command = ProvisioningCommand::CancelJob {
         job_id,
@@ -158,6 +162,7 @@ pub async fn cancel_vm_job(
     params(("id" = String, Path, description = "VM id"), ("job" = u32, Path, description = "Job number")),
     responses(
         (status = 202, description = "The job ended cancelled; its runner is being killed", body = VmOut),
+        (status = 403, description = "A user's cancel of a destroy another asked for (an admin, the expiry sweep, the watchdog)", body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody),
         (status = 409, description = "Not cancelled yet, within the cool-off, or ended", body = crate::error::ErrorBody),
         (status = 503, description = "Nothing was changed; retry after `Retry-After` seconds", body = crate::error::ErrorBody),
@@ -171,6 +176,7 @@ pub async fn force_cancel_vm_job(
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let job_id = parse_job(&job)?;
+    may_cancel(&state, &principal, &id, job_id).await?;
     let what = |vm| format!("POST /api/v1/vms/{vm}/jobs/{job_id}/force-cancel");
     let command = ProvisioningCommand::ForceCancelJob {
         job_id,
@@ -184,6 +190,35 @@ pub async fn force_cancel_vm_job(
         tracing::warn!(error = %e, "could not ask for the runner to be stopped; the runner stops itself once it hears the job ended");
     }
     Ok(answer)
+}
+
+/// Whether the caller may cancel job `job` of VM `id`: admins any; a user not a destroy
+/// another asked for, so that an expiry, an admin's destroy or the watchdog's is not undone
+/// by the VM's owner. What is not found is left for the command to answer.
+async fn may_cancel(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    job: JobId,
+) -> Result<(), ApiError> {
+    if principal.is_admin() {
+        return Ok(());
+    }
+    let Ok(vm) = parse_id(id) else { return Ok(()) };
+    let Some(view) = store::views::view(&state.pool, vm).await? else {
+        return Ok(());
+    };
+    let Some(record) = view.job(job) else {
+        return Ok(());
+    };
+    let caller = principal.actor().to_string();
+    let asked_by = record.requested_by.as_deref().unwrap_or("the platform");
+    if record.action == JobAction::Destroy && asked_by != caller {
+        return Err(ApiError::Forbidden(format!(
+            "job {job} is a destroy asked by {asked_by}: only an admin may cancel it"
+        )));
+    }
+    Ok(())
 }
 
 fn parse_job(job: &str) -> Result<JobId, ApiError> {

@@ -16,14 +16,16 @@ use uuid::Uuid;
 
 use super::{Since, VmOut};
 use crate::auth::Principal;
-use crate::streams::{self, Follower, Outbox, Stopped};
+use crate::streams::{self, Caller, Follower, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
 /// Every VM's row after each change, of the VMs the caller may see (their own; all for
 /// admins): `event` is `vm`, `data` a [`VmOut`], `id` the position
 /// of the change. Open it before reading `GET /vms`, so no change falls between the two;
 /// a row may come again with nothing new (the read model moved on already). A client that
-/// leaves 64 rows unread for 5 s gets a last `reconnect` event and the stream ends.
+/// leaves 64 rows unread for 5 s gets a last `reconnect` event and the stream ends; one who
+/// loses their rights gets a last `end` event. A caller holds at most 16 streams and exports
+/// at once.
 #[utoipa::path(get, path = "/api/v1/vms/stream", tag = "vms",
     security(("bearer" = [])),
     params(
@@ -37,14 +39,16 @@ use crate::{ApiError, AppState};
 #[tracing::instrument(skip_all)]
 pub async fn stream_vms(
     State(state): State<AppState>,
-    principal: Principal,
+    caller: Caller,
     Query(since): Query<Since>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let resume = streams::resume_point(&headers, since.since.as_deref(), i64::MAX as u64)?;
+    let slot = state.slots.take(caller.principal.user)?;
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
-    let (outbox, rows) = streams::outbox(resume, &state.stopping);
+    let principal = caller.principal.clone();
+    let (outbox, rows) = streams::open(&state, caller, resume, slot);
     tokio::spawn(async move {
         if let Err(Stopped::Store(error)) = forward(state, principal, follower, outbox).await {
             tracing::warn!(%error, "could not read the VMs; the stream ends");

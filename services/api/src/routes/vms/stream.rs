@@ -20,7 +20,7 @@ use utoipa::IntoParams;
 
 use super::parse_id;
 use crate::routes::events::EventOut;
-use crate::streams::{self, Outbox, Stopped};
+use crate::streams::{self, Caller, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
 /// The largest sequence a VM stream resumes after: what `since` (18 digits) can say.
@@ -40,7 +40,9 @@ pub struct Since {
 /// an [`EventOut`]. Reconnect with `Last-Event-ID` (or `?since=`) to resume. The stream may
 /// be opened before the VM is created (with a client-chosen id). A client that leaves 64
 /// events unread for 5 s gets a last `reconnect` event (its `id` the last one it got) and
-/// the stream ends.
+/// the stream ends. A caller who loses their rights (a credential revoked, the user
+/// disabled or their role changed) gets a last `end` event within seconds, and the stream
+/// ends. A caller holds at most 16 streams and exports at once.
 #[utoipa::path(get, path = "/api/v1/vms/{id}/stream", tag = "vms",
     security(("bearer" = [])),
     params(
@@ -56,11 +58,13 @@ pub struct Since {
 pub async fn stream_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    caller: Caller,
     Query(since): Query<Since>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let vm = parse_id(&id)?;
     let resume = streams::resume_point(&headers, since.since.as_deref(), MAX_SEQUENCE)?;
+    let slot = state.slots.take(caller.principal.user)?;
     let after = match &resume {
         Some(id) => id.parse::<u64>().map_err(|_| ApiError::Invalid {
             field: "since".into(),
@@ -73,7 +77,7 @@ pub async fn stream_vm(
         .subscribe(state.bus.subjects.events_of(vm))
         .await
         .map_err(ApiError::internal)?;
-    let (outbox, events) = streams::outbox(resume, &state.stopping);
+    let (outbox, events) = streams::open(&state, caller, resume, slot);
     tokio::spawn(async move {
         if let Err(Stopped::Store(error)) = forward(state, vm, after, live, outbox).await {
             tracing::warn!(%error, vm_id = %vm, "could not read the backlog; the stream ends");
