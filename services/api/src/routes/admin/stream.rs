@@ -54,7 +54,7 @@ pub struct PlatformEventOut {
         ("from" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded at or after (RFC 3339)"),
         ("to" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded before (RFC 3339), not before `from`"),
         ("exclude_logs" = Option<bool>, Query, description = "Leave out `LogLine` events"),
-        ("since" = Option<i64>, Query, minimum = 0, description = "Resume after this position"),
+        ("since" = Option<String>, Query, pattern = r"^([0-9]{1,18})?$", description = "Resume after this position (empty: as if absent)"),
         ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this position"),
     ),
     responses(
