@@ -91,10 +91,12 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         let Some(value) = parts.headers.get("idempotency-key") else {
             return Ok(IdempotencyKey(None));
         };
+        // `to_str` also lets a tab through, which the document's pattern does not.
         let key = value
             .to_str()
             .ok()
             .filter(|k| !k.is_empty() && k.len() <= 255)
+            .filter(|k| k.bytes().all(|b| (b' '..=b'~').contains(&b)))
             .ok_or_else(|| ApiError::Invalid {
                 field: "Idempotency-Key".into(),
                 reason: "must be 1 to 255 visible ASCII characters".into(),

@@ -14,6 +14,7 @@ const VM_JOB: &[(&str, &str)] = &[
     ("job", "$response.body#/job/id"),
 ];
 const KEY: &[(&str, &str)] = &[("id", "$response.body#/id")];
+const PROVIDER: &[(&str, &str)] = &[("provider", "$response.body#/id")];
 
 /// (path of a `POST` that makes something, its status, then each operation on what it
 /// made with its parameters and where they are in the answer).
@@ -59,6 +60,28 @@ const MADE: &[Made] = &[
         ],
     ),
     ("/api/v1/tokens", "201", &[("delete_token", KEY)]),
+    // Stated, so that a fuzzer does not guess them: a template is named by its provider
+    // and its id, and a guess took the template's id for both.
+    (
+        "/api/v1/admin/providers",
+        "201",
+        &[
+            ("update_provider", PROVIDER),
+            ("reorder_templates", PROVIDER),
+            ("list_templates", PROVIDER),
+        ],
+    ),
+    (
+        "/api/v1/admin/templates",
+        "201",
+        &[(
+            "update_template",
+            &[
+                ("provider", "$response.body#/provider"),
+                ("template", "$response.body#/id"),
+            ],
+        )],
+    ),
 ];
 
 impl Modify for Links {

@@ -74,6 +74,8 @@ fn what_a_create_answers_links_to_the_operations_on_what_it_made() {
         ("post", "/api/v1/ssh-keys", "201", 2),
         ("post", "/api/v1/ssh-keys/generate", "201", 2),
         ("post", "/api/v1/tokens", "201", 1),
+        ("post", "/api/v1/admin/providers", "201", 3),
+        ("post", "/api/v1/admin/templates", "201", 1),
     ] {
         let (_, _, operation) = operations()
             .into_iter()

@@ -123,8 +123,11 @@ fn same_site_path(path: &str) -> Option<String> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
+    #[param(pattern = r"^[^\u0000]*$")]
     pub code: Option<String>,
+    #[param(pattern = r"^[^\u0000]*$")]
     pub state: Option<String>,
+    #[param(pattern = r"^[^\u0000]*$")]
     pub error: Option<String>,
 }
 

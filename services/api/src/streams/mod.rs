@@ -49,19 +49,32 @@ pub fn open(
 /// A comment line this often keeps proxies from closing a quiet stream.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Where a client resumes: the `since` query parameter, else its `Last-Event-ID` header
-/// (what a browser's EventSource sends when it reconnects), else nowhere (only what comes).
-pub fn resume_point(headers: &HeaderMap, since: Option<&str>) -> Option<String> {
-    since
-        .map(str::to_owned)
-        .or_else(|| {
-            headers
-                .get("last-event-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        })
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
+/// Where a client resumes: the `since` query parameter (an empty one counts as absent),
+/// else its `Last-Event-ID` header (what a browser's EventSource sends when it
+/// reconnects), else nowhere (only what comes). A `Last-Event-ID` that is not a whole
+/// number from 0 to `max` is a 422 naming it, even when `since` wins.
+pub fn resume_point(
+    headers: &HeaderMap,
+    since: Option<&str>,
+    max: u64,
+) -> Result<Option<String>, crate::ApiError> {
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => {
+            let id = value
+                .to_str()
+                .ok()
+                .map(str::trim)
+                .filter(|v| v.parse::<u64>().is_ok_and(|n| n <= max))
+                .ok_or_else(|| crate::ApiError::Invalid {
+                    field: "Last-Event-ID".into(),
+                    reason: format!("must be a whole number from 0 to {max}"),
+                })?;
+            Some(id.to_owned())
+        }
+    };
+    let since = since.map(str::trim).filter(|v| !v.is_empty());
+    Ok(since.map(str::to_owned).or(last_event_id))
 }
 
 /// The place in the commit order of the position a client resumes from (`0`: before the
@@ -84,4 +97,31 @@ pub async fn resume_cursor(
         .await?
         .map(Some)
         .ok_or_else(unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(last_event_id: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("last-event-id", last_event_id.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_malformed_last_event_id_is_refused_even_when_since_is_given() {
+        for bad in ["-1", "9223372036854775808", "x", ""] {
+            for since in [None, Some(""), Some("3")] {
+                let refused = resume_point(&headers(bad), since, i64::MAX as u64);
+                assert!(refused.is_err(), "{bad:?} with since {since:?}");
+            }
+        }
+        let point = resume_point(&headers("7"), Some("3"), 10).unwrap();
+        assert_eq!(point.as_deref(), Some("3"), "since wins");
+        let point = resume_point(&headers("7"), Some(""), 10).unwrap();
+        assert_eq!(point.as_deref(), Some("7"), "an empty since is absent");
+        assert!(resume_point(&headers("11"), None, 10).is_err());
+        assert_eq!(resume_point(&HeaderMap::new(), Some(""), 10).unwrap(), None);
+    }
 }

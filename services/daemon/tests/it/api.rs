@@ -175,3 +175,34 @@ async fn the_openapi_document_covers_every_route_and_the_committed_copy_is_curre
         "docs/openapi.json is stale: run `provisioningd openapi > docs/openapi.json`"
     );
 }
+
+/// The server refuses a NUL character in any query parameter (`input::refuse_bad_text`), so
+/// every text one must say so: a pattern, a format or an enum.
+#[test]
+fn every_text_query_parameter_of_the_document_states_what_it_takes() {
+    let document: Value = serde_json::from_str(&api::openapi_json()).unwrap();
+    let schemas = &document["components"]["schemas"];
+    let mut unstated = vec![];
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let parameters = operation["parameters"].as_array().into_iter().flatten();
+            for parameter in parameters.filter(|p| p["in"] == "query") {
+                let mut schema = &parameter["schema"];
+                if let Some(name) = schema["$ref"].as_str().and_then(|r| r.rsplit('/').next()) {
+                    schema = &schemas[name];
+                }
+                let text = schema["type"] == "string";
+                let stated = ["pattern", "format", "enum"]
+                    .iter()
+                    .any(|k| schema.get(k).is_some());
+                if text && !stated {
+                    unstated.push(format!(
+                        "{method} {path} ?{}",
+                        parameter["name"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(unstated.is_empty(), "{unstated:#?}");
+}

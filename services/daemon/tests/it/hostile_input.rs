@@ -270,3 +270,71 @@ async fn template_tags_and_catalog_orders_have_an_upper_bound() {
     refused(response, 422, "invalid_field", "ids").await;
     assert_eq!(app.count_events().await, before);
 }
+
+#[tokio::test]
+async fn a_body_that_is_not_a_json_object_is_422_naming_body_and_records_nothing() {
+    let app = spawn_app_with(without_runners()).await;
+    let user = app.user("mallory@example.org", Role::User).await;
+    let admin = app.with_token(&app.token);
+    let before = app.count_events().await;
+
+    let path = format!("/api/v1/admin/users/{}", user.id);
+    for body in [
+        json!([null, null]),
+        json!(["user", "active"]),
+        json!("user"),
+        json!(3),
+    ] {
+        let response = admin.send("PATCH", &path, Some(&body)).await;
+        refused(response, 422, "invalid_field", "body").await;
+    }
+    let response = user
+        .send("POST", "/api/v1/tokens", Some(&json!(["cli"])))
+        .await;
+    refused(response, 422, "invalid_field", "body").await;
+    assert_eq!(app.count_events().await, before);
+}
+
+#[tokio::test]
+async fn a_whole_number_written_as_a_float_is_taken_as_that_integer() {
+    let app = spawn_app_with(without_runners()).await;
+    let admin = app.with_token(&app.token);
+
+    let provider = json!({"id": "hetzner", "name": "Hetzner", "sort_order": 175.0});
+    let made: Value = admin
+        .json("POST", "/api/v1/admin/providers", Some(&provider), 201)
+        .await;
+    assert_eq!(made["sort_order"], 175, "{made}");
+    let path = "/api/v1/admin/providers/hetzner";
+    let changed: Value = admin
+        .json("PATCH", path, Some(&json!({"sort_order": -3.0})), 200)
+        .await;
+    assert_eq!(changed["sort_order"], -3, "{changed}");
+    // A fraction is still no integer.
+    let response = admin
+        .send("PATCH", path, Some(&json!({"sort_order": 1.5})))
+        .await;
+    refused(response, 422, "invalid_field", "sort_order").await;
+}
+
+#[tokio::test]
+async fn an_idempotency_key_with_a_tab_is_422_naming_it() {
+    let app = spawn_app_with(without_runners()).await;
+    let (user, vm) = user_with_vm(&app).await;
+    let before = app.count_events().await;
+
+    for path in [
+        format!("/api/v1/vms/{vm}/refresh"),
+        format!("/api/v1/vms/{vm}/extend"),
+    ] {
+        let response = user
+            .request("POST", &path)
+            .header("idempotency-key", "a\tb")
+            .json(&json!({"hours": 1}))
+            .send()
+            .await
+            .unwrap();
+        refused(response, 422, "invalid_field", "Idempotency-Key").await;
+    }
+    assert_eq!(app.count_events().await, before);
+}

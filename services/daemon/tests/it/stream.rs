@@ -76,3 +76,29 @@ async fn a_stream_resumed_with_last_event_id_continues_where_it_stopped() {
     assert_eq!(resumed.len(), all.len() - 3);
     app.assert_consumers_drained().await;
 }
+
+#[tokio::test]
+async fn a_malformed_last_event_id_is_422_naming_it_even_with_since_on_every_stream() {
+    let app = spawn_app().await;
+    let id = uuid::Uuid::new_v4();
+    for path in [
+        format!("/api/v1/vms/{id}/stream?since="),
+        format!("/api/v1/vms/{id}/stream?since=3"),
+        "/api/v1/vms/stream?since=".to_owned(),
+        "/api/v1/admin/stream?since=0".to_owned(),
+    ] {
+        for bad in ["-1", "9223372036854775808"] {
+            let response = app
+                .get(&path)
+                .header("Last-Event-ID", bad)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 422, "{path} with {bad}");
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["code"], "invalid_field", "{path}: {body}");
+            let detail = body["detail"].as_str().unwrap();
+            assert!(detail.starts_with("Last-Event-ID: "), "{path}: {body}");
+        }
+    }
+}

@@ -54,7 +54,7 @@ pub struct PlatformEventOut {
         ("from" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded at or after (RFC 3339)"),
         ("to" = Option<crate::routes::schemas::Time>, Query, description = "Only events recorded before (RFC 3339), not before `from`"),
         ("exclude_logs" = Option<bool>, Query, description = "Leave out `LogLine` events"),
-        ("since" = Option<i64>, Query, minimum = 0, description = "Resume after this position"),
+        ("since" = Option<String>, Query, pattern = r"^([0-9]{1,18})?$", description = "Resume after this position (empty: as if absent)"),
         ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this position"),
     ),
     responses(
@@ -69,8 +69,8 @@ pub async fn stream_platform(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (filter, since) = stream_filter(&params)?;
+    let resume = streams::resume_point(&headers, since.as_deref(), i64::MAX as u64)?;
     let slot = state.slots.take(caller.principal.user)?;
-    let resume = streams::resume_point(&headers, since.as_deref());
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
     let (outbox, events) = streams::open(&state, caller, resume, slot);

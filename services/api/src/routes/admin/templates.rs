@@ -178,6 +178,7 @@ pub struct UpdateTemplateIn {
 #[into_params(parameter_in = Query)]
 pub struct TemplatesQuery {
     /// Only the templates of this provider.
+    #[param(pattern = r"^[^\u0000]*$")]
     pub provider: Option<String>,
 }
 

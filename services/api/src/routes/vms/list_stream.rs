@@ -34,7 +34,7 @@ use crate::{ApiError, AppState};
     ),
     responses(
         (status = 200, description = "text/event-stream of VmOut", content_type = "text/event-stream"),
-        (status = 400, description = "`since` names no event", body = crate::error::ErrorBody),
+        (status = 422, description = "`since` names no event, or `Last-Event-ID` is not a position (`detail` names it)", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all)]
 pub async fn stream_vms(
@@ -43,8 +43,8 @@ pub async fn stream_vms(
     Query(since): Query<Since>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let resume = streams::resume_point(&headers, since.since.as_deref(), i64::MAX as u64)?;
     let slot = state.slots.take(caller.principal.user)?;
-    let resume = streams::resume_point(&headers, since.since.as_deref());
     let from = streams::resume_cursor(&state, resume.as_deref()).await?;
     let follower = Follower::new(&state.hub, from).await?;
     let principal = caller.principal.clone();

@@ -23,18 +23,23 @@ use crate::routes::events::EventOut;
 use crate::streams::{self, Caller, Outbox, Stopped};
 use crate::{ApiError, AppState};
 
+/// The largest sequence a VM stream resumes after: what `since` (18 digits) can say.
+const MAX_SEQUENCE: u64 = 999_999_999_999_999_999;
+
 /// Where a stream resumes.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct Since {
-    /// Resume after this id (as `Last-Event-ID` does; this wins when both are given).
+    /// Resume after this id (as `Last-Event-ID` does; this wins when both are given, unless
+    /// empty, but a malformed `Last-Event-ID` is refused all the same).
     #[param(pattern = r"^([0-9]{1,18})?$")]
     pub since: Option<String>,
 }
 
 /// The VM's events as they are committed: `id` is the sequence, `event` the type, `data`
-/// an [`EventOut`]. Reconnect with `Last-Event-ID` (or `?since=`) to resume. The stream may
-/// be opened before the VM is created (with a client-chosen id). A client that leaves 64
+/// an [`EventOut`]. Reconnect with `Last-Event-ID` (or `?since=`) to resume. An admin may
+/// open it before the VM is created (with a client-chosen id); for a user, a VM not theirs
+/// (yet) is `404`. A client that leaves 64
 /// events unread for 5 s gets a last `reconnect` event (its `id` the last one it got) and
 /// the stream ends. A caller who loses their rights (a credential revoked, the user
 /// disabled or their role changed) gets a last `end` event within seconds, and the stream
@@ -48,7 +53,7 @@ pub struct Since {
     ),
     responses(
         (status = 200, description = "text/event-stream of EventOut", content_type = "text/event-stream"),
-        (status = 400, description = "`since` is not a sequence", body = crate::error::ErrorBody),
+        (status = 422, description = "`since` or `Last-Event-ID` is not a sequence (`detail` names it)", body = crate::error::ErrorBody),
     ))]
 #[tracing::instrument(skip_all, fields(vm_id = %id))]
 pub async fn stream_vm(
@@ -59,8 +64,8 @@ pub async fn stream_vm(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let vm = parse_id(&id)?;
+    let resume = streams::resume_point(&headers, since.since.as_deref(), MAX_SEQUENCE)?;
     let slot = state.slots.take(caller.principal.user)?;
-    let resume = streams::resume_point(&headers, since.since.as_deref());
     let after = match &resume {
         Some(id) => id.parse::<u64>().map_err(|_| ApiError::Invalid {
             field: "since".into(),
