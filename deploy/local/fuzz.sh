@@ -112,8 +112,9 @@ user_token="$(api POST /api/v1/tokens "$sign_in" '{"name":"fuzz"}' | json '["tok
 api GET /api/v1/openapi.json "$admin_token" >"$work/openapi.json"
 
 failed=0
-fuzz_as() { # WHO TOKEN
+fuzz_as() { # WHO TOKEN [schemathesis options]
   local who="$1" token="$2" start=$SECONDS
+  shift 2
   log "as $who: schemathesis run --seed $seed --max-examples $examples"
   # One worker: with two, Python 3.11's `ast` (which hypothesis calls to describe lambdas)
   # now and then fails a case with "AST constructor recursion depth mismatch".
@@ -121,13 +122,22 @@ fuzz_as() { # WHO TOKEN
     "$work/openapi.json" --url "$base" -H "Authorization: Bearer $token" \
     --checks all --phases examples,coverage,fuzzing,stateful \
     --seed "$seed" --max-examples "$examples" --workers 1 \
-    --report junit --report-junit-path "$work/$who.xml" --no-color; then
+    --report junit --report-junit-path "$work/$who.xml" --no-color "$@" | tee "$work/$who.out"; then
+    failed=1
+  fi
+  # An operation that answered nothing but 401 means the run's credential stopped working
+  # part way (the rest of the run then tests nothing but the refusal): a failure too.
+  if grep -q '^401 Unauthorized (' "$work/$who.out"; then
+    log "as $who: some operations answered only 401: the credential stopped working"
     failed=1
   fi
   log "as $who took $((SECONDS - start)) s"
 }
 # The user first: the admin's run may disable users and providers it finds.
-fuzz_as user "$user_token"
+# The user's run leaves out revoking a personal token (its links would reach the token it
+# runs with, and every later request would be a 401); the admin's run, whose admin token no
+# route can revoke, covers it.
+fuzz_as user "$user_token" --exclude-operation-id delete_token
 fuzz_as admin "$admin_token"
 
 # A 500 fails the run even where schemathesis would let it pass (a stream it cut short).
