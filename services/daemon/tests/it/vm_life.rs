@@ -155,7 +155,8 @@ async fn a_vm_boots_runs_is_extended_and_is_destroyed_by_the_sweep_when_it_expir
     assert_eq!(
         events.len(),
         before + 2,
-        "the refused callbacks changed nothing"
+        "the refused callbacks changed nothing: {:?}",
+        kinds(&events[before.min(events.len())..])
     );
     assert_eq!(
         kinds(&events[before..]),
