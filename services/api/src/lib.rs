@@ -7,6 +7,7 @@ mod error;
 mod extract;
 mod input;
 mod layers;
+pub mod naic;
 mod network;
 pub mod oidc;
 mod openapi;
@@ -25,7 +26,9 @@ pub use error::ApiError;
 use extract::{AppJson, RequestId};
 pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
 pub use openapi::ApiDoc;
+pub use streams::slots::PER_CALLER as STREAMS_PER_CALLER;
 pub use streams::Hub as StreamHub;
+pub use streams::Slots as StreamSlots;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -55,7 +58,7 @@ pub struct AppState {
     /// Cancelled when the process stops: the live streams end then, so that the server's
     /// graceful shutdown does not wait for their clients.
     pub stopping: tokio_util::sync::CancellationToken,
-    /// The streams and exports each caller holds open (at most `streams::slots::PER_CALLER`).
+    /// The streams and exports each caller holds open (at most `PROVISIONING_STREAMS_PER_CALLER`).
     pub slots: Arc<streams::Slots>,
 }
 

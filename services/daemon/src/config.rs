@@ -84,6 +84,9 @@ pub struct Config {
     /// rest for it (`PROVISIONING_STREAM_CAPACITY`, 256 by default); the stream then reads
     /// what it missed from Postgres.
     pub stream_capacity: usize,
+    /// How many streams and exports one caller may hold open at once
+    /// (`PROVISIONING_STREAMS_PER_CALLER`, 16 by default); the next is a 429.
+    pub streams_per_caller: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -215,7 +218,16 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
-            stream_capacity: stream_capacity(&var)?,
+            stream_capacity: count(
+                &var,
+                "PROVISIONING_STREAM_CAPACITY",
+                DEFAULT_STREAM_CAPACITY,
+            )?,
+            streams_per_caller: count(
+                &var,
+                "PROVISIONING_STREAMS_PER_CALLER",
+                DEFAULT_STREAMS_PER_CALLER,
+            )?,
         })
     }
 }
@@ -321,15 +333,24 @@ fn max_runners(
 /// Messages a live stream's subscription holds unless `PROVISIONING_STREAM_CAPACITY` says.
 pub const DEFAULT_STREAM_CAPACITY: usize = 256;
 
-fn stream_capacity(var: &dyn Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
-    match var("PROVISIONING_STREAM_CAPACITY") {
-        None => Ok(DEFAULT_STREAM_CAPACITY),
+/// Streams and exports one caller may hold open at once unless
+/// `PROVISIONING_STREAMS_PER_CALLER` says.
+pub const DEFAULT_STREAMS_PER_CALLER: usize = api::STREAMS_PER_CALLER;
+
+/// The count in `name`, above 0, else `default`.
+fn count(
+    var: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    match var(name) {
+        None => Ok(default),
         Some(n) => n
             .parse::<usize>()
             .ok()
             .filter(|&n| n > 0)
             .ok_or(ConfigError {
-                name: "PROVISIONING_STREAM_CAPACITY",
+                name,
                 reason: "must be a number above 0".into(),
             }),
     }

@@ -256,7 +256,7 @@ impl Application {
         let state = api::AppState {
             hub: api::StreamHub::new(pool.clone()),
             stopping: cancel.clone(),
-            slots: Default::default(),
+            slots: Arc::new(api::StreamSlots::new(config.streams_per_caller)),
             stream_nats,
             pool,
             bus,

@@ -1,4 +1,5 @@
-//! How many streams and exports one caller holds open at once: at most [`PER_CALLER`], so
+//! How many streams and exports one caller holds open at once: at most [`PER_CALLER`] by
+//! default (`PROVISIONING_STREAMS_PER_CALLER`), so
 //! that one user cannot hold the database's connections and the server's tasks for
 //! everyone (each stream reads the store as it goes). Past it a new one is a 429 until one
 //! closes.
@@ -10,13 +11,20 @@ use domain::identity::UserId;
 
 use crate::ApiError;
 
-/// Streams and exports one caller may hold open at once.
+/// Streams and exports one caller may hold open at once, unless the operator says.
 pub const PER_CALLER: usize = 16;
 
 /// The open streams and exports of each caller.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Slots {
     held: Mutex<HashMap<UserId, usize>>,
+    per_caller: usize,
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Self::new(PER_CALLER)
+    }
 }
 
 /// One open stream or export; its slot is free again when this is dropped (with the
@@ -28,13 +36,22 @@ pub struct Slot {
 }
 
 impl Slots {
+    /// Slots for `per_caller` streams and exports per caller.
+    pub fn new(per_caller: usize) -> Self {
+        Self {
+            held: Mutex::default(),
+            per_caller,
+        }
+    }
+
     /// A slot for one more stream or export of `user`; 429 when they hold all theirs.
     pub fn take(self: &Arc<Self>, user: UserId) -> Result<Slot, ApiError> {
         let mut held = self.held.lock().expect("not poisoned");
         let count = held.entry(user).or_default();
-        if *count >= PER_CALLER {
+        if *count >= self.per_caller {
             return Err(ApiError::TooMany(format!(
-                "at most {PER_CALLER} streams and exports may be open at once; close one first"
+                "at most {} streams and exports may be open at once; close one first",
+                self.per_caller
             )));
         }
         *count += 1;
