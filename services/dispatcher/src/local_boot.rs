@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use domain::provisioning::{JobAction, JobId, Provisioning, VmId, VmStatus};
+use domain::provisioning::{JobAction, JobId, ProviderId, Provisioning, VmId, VmStatus};
 use store::PgPool;
 
 use crate::Launch;
@@ -87,7 +87,7 @@ impl BootSimulator {
     /// The plan for the job of `launch`: a create job of the `local` provider whose VM was
     /// given callback URLs; `None` for any other.
     pub(crate) fn plan(&self, launch: &Launch) -> Option<BootPlan> {
-        if launch.action != JobAction::Create || launch.provider.as_str() != LOCAL_PROVIDER {
+        if !boots(launch.action, &launch.provider) {
             return None;
         }
         let (boot_started, phone_home, host_name) = rendered(&launch.workdir)?;
@@ -176,6 +176,11 @@ impl BootSimulator {
     }
 }
 
+/// Whether a job's VM boots in simulation: the VM a `local` create makes, and no other.
+fn boots(action: JobAction, provider: &ProviderId) -> bool {
+    action == JobAction::Create && provider.as_str() == LOCAL_PROVIDER
+}
+
 /// The callback URLs and host name rendered for the VM into `workdir`'s variables; `None`
 /// when it has no callbacks.
 fn rendered(workdir: &Path) -> Option<(String, String, String)> {
@@ -192,4 +197,45 @@ fn rendered(workdir: &Path) -> Option<(String, String, String)> {
         text("phone_home_url")?,
         text("vm_name")?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_vms_of_local_creates_boot_in_simulation() {
+        let local = ProviderId::parse("local").unwrap();
+        assert!(boots(JobAction::Create, &local));
+        assert!(!boots(JobAction::Destroy, &local));
+        assert!(!boots(JobAction::Refresh, &local));
+        assert!(!boots(
+            JobAction::Create,
+            &ProviderId::parse("nrec").unwrap()
+        ));
+    }
+
+    #[test]
+    fn the_simulation_calls_the_urls_rendered_for_the_vm() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = |boot: &str| {
+            serde_json::json!({
+                "vm_name": "my-vm-1",
+                "boot_callback_url": boot,
+                "phone_home_url": "http://127.0.0.1:8080/api/v1/callbacks/b",
+            })
+        };
+        let file = dir.path().join("terraform.tfvars.json");
+        std::fs::write(
+            &file,
+            vars("http://127.0.0.1:8080/api/v1/callbacks/a").to_string(),
+        )
+        .unwrap();
+        let (boot, phone_home, host) = rendered(dir.path()).unwrap();
+        assert!(boot.ends_with("/a") && phone_home.ends_with("/b"));
+        assert_eq!(host, "my-vm-1");
+        // A VM given no callbacks has nothing to call.
+        std::fs::write(&file, vars("").to_string()).unwrap();
+        assert!(rendered(dir.path()).is_none());
+    }
 }
