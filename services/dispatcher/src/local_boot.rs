@@ -76,6 +76,7 @@ impl BootSimulator {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
+            .inspect_err(|e| tracing::warn!(error = %e, "no HTTP client: no simulated boot"))
             .ok()?;
         Some(Self {
             pool,
