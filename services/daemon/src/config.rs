@@ -9,6 +9,7 @@ use secrecy::SecretString;
 mod drift;
 mod kubernetes;
 mod lifecycle;
+mod local_boot;
 mod oidc;
 mod runner_bus;
 use drift::drift_check;
@@ -72,6 +73,9 @@ pub struct Config {
     /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
     /// the default, when off.
     pub drift_check: Option<ingester::DriftCheckConfig>,
+    /// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`,
+    /// `PROVISIONING_LOCAL_BOOT_DELAY_SECS`); only the local executor does it.
+    pub local_boot: dispatcher::LocalBoot,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
     /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
@@ -208,6 +212,7 @@ impl Config {
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
+            local_boot: local_boot::local_boot(&var)?,
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
             bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")

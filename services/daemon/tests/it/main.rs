@@ -27,6 +27,7 @@ mod lifecycle;
 mod listing;
 mod live_streams;
 mod load;
+mod local_boot;
 mod metrics;
 mod nats_users;
 mod networks;
