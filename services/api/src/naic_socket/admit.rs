@@ -6,12 +6,14 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use domain::identity::UserId;
 use socketioxide::extract::{SocketRef, TryData};
 use socketioxide::SocketIo;
 use store::users::UserStatus;
 
+use super::updates::Following;
 use crate::oidc::session;
 use crate::{ApiError, AppState};
 
@@ -36,13 +38,19 @@ impl fmt::Display for Refused {
 }
 
 /// The connect middleware of the namespace: admits the socket or refuses it.
+/// An admitted socket joins its user's room here, before the client hears it is connected,
+/// and the pushes follow the commit order by then: what commits after the client's
+/// `connect` reaches it.
 pub async fn admit(
     state: AppState,
+    following: Arc<Following>,
     socket: SocketRef,
     TryData(auth): TryData<serde_json::Value>,
 ) -> Result<(), Refused> {
     let admitted = admitted(&state, socket.req_parts(), auth.ok().as_ref()).await?;
+    socket.join(super::room(admitted.user));
     socket.extensions.insert(admitted);
+    following.ensure().await;
     Ok(())
 }
 

@@ -29,17 +29,13 @@ pub const EVENT: &str = "PROVISIONING_UPDATE";
 /// closing every socket.
 pub fn layer(state: &AppState) -> SocketIoLayer {
     let (layer, io) = SocketIo::builder().build_layer();
-    let admitting = state.clone();
-    let on_connect = |socket: SocketRef| async move {
-        if let Some(admitted) = socket.extensions.get::<admit::Admitted>() {
-            socket.join(room(admitted.user));
-        }
+    let following = updates::Following::new();
+    let admission = {
+        let (state, following) = (state.clone(), following.clone());
+        move |socket: SocketRef, auth| admit::admit(state, following, socket, auth)
     };
-    io.ns(
-        NAMESPACE,
-        on_connect.with(move |socket: SocketRef, auth| admit::admit(admitting, socket, auth)),
-    );
-    tokio::spawn(updates::push(state.clone(), io.clone()));
+    io.ns(NAMESPACE, (async || {}).with(admission));
+    tokio::spawn(updates::push(state.clone(), io.clone(), following));
     tokio::spawn(admit::recheck(state.clone(), io.clone()));
     let stopping = state.stopping.clone();
     tokio::spawn(async move {

@@ -4,14 +4,17 @@
 //! either changed, `PROVISIONING_UPDATE` goes to the sockets of the VM's owner.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use domain::identity::UserId;
 use domain::provisioning::{Lifecycle, ProvisioningEvent, VmId};
 use serde::Serialize;
 use socketioxide::SocketIo;
 use store::feed::FeedEvent;
+use tokio::sync::{watch, Mutex, Notify};
 
 use crate::naic::status::naic_status;
+use crate::streams::rights::RECHECK;
 use crate::streams::Follower;
 use crate::AppState;
 
@@ -28,19 +31,85 @@ pub struct Update {
     pub ipv4_address: Option<String>,
 }
 
-/// Follows the commit order until the process stops, pushing each VM change to its owner.
-pub async fn push(state: AppState, io: SocketIo) {
-    let mut vms = Tracked::default();
-    let mut follower = match Follower::new(&state.hub, None).await {
-        Ok(follower) => follower,
-        Err(error) => {
-            tracing::error!(%error, "the Socket.IO updates cannot follow the events");
+/// Whether the pushes follow the commit order: only while some socket is admitted, so that
+/// a daemon without sockets reads nothing for them (the stream hub's follower stops when no
+/// one listens).
+pub struct Following {
+    /// `true` while following; admission waits for it.
+    on: watch::Sender<bool>,
+    /// Wakes the pushes when a socket is admitted while they are idle.
+    wake: Notify,
+    /// Held while deciding to stop, and while an admission reads `on`: a socket admitted
+    /// as the pushes find no socket either sees them stopped (and wakes them) or is seen.
+    deciding: Mutex<()>,
+}
+
+impl Following {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            on: watch::Sender::new(false),
+            wake: Notify::new(),
+            deciding: Mutex::new(()),
+        })
+    }
+
+    /// Returns once the pushes follow the commit order: called by admission after the
+    /// socket joined its room, before the client hears it is connected, so that nothing
+    /// committed after its `connect` is missed.
+    pub async fn ensure(&self) {
+        {
+            let _deciding = self.deciding.lock().await;
+            if *self.on.borrow() {
+                return;
+            }
+            self.wake.notify_one();
+        }
+        let mut on = self.on.subscribe();
+        let _ = on.wait_for(|on| *on).await;
+    }
+}
+
+/// Pushes each VM change to its owner's sockets until the process stops, following the
+/// commit order while sockets are admitted.
+pub async fn push(state: AppState, io: SocketIo, following: Arc<Following>) {
+    loop {
+        tokio::select! {
+            _ = following.wake.notified() => {}
+            _ = state.stopping.cancelled() => return,
+        }
+        let mut follower = match Follower::new(&state.hub, None).await {
+            Ok(follower) => follower,
+            Err(error) => {
+                tracing::warn!(%error, "the Socket.IO updates cannot follow the events; retrying");
+                tokio::time::sleep(RECHECK).await;
+                following.wake.notify_one();
+                continue;
+            }
+        };
+        following.on.send_replace(true);
+        follow(&state, &io, &following, &mut follower).await;
+        if state.stopping.is_cancelled() {
             return;
         }
-    };
+    }
+}
+
+/// Pushes what commits until no socket is left (or the process stops).
+async fn follow(state: &AppState, io: &SocketIo, following: &Following, follower: &mut Follower) {
+    let mut vms = Tracked::default();
+    let mut ticks = tokio::time::interval(RECHECK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let events = tokio::select! {
             next = follower.next() => next,
+            _ = ticks.tick() => {
+                let _deciding = following.deciding.lock().await;
+                if no_sockets(io).await {
+                    following.on.send_replace(false);
+                    return;
+                }
+                continue;
+            }
             _ = state.stopping.cancelled() => return,
         };
         let events = match events {
@@ -52,14 +121,22 @@ pub async fn push(state: AppState, io: SocketIo) {
             None => return,
         };
         for event in &events {
-            match vms.fold(&state, event).await {
-                Ok(Some((owner, update))) => emit(&io, owner, &update).await,
+            match vms.fold(state, event).await {
+                Ok(Some((owner, update))) => emit(io, owner, &update).await,
                 Ok(None) => {}
                 Err(error) => {
                     tracing::warn!(%error, vm = %event.aggregate_id, "a VM change is not pushed")
                 }
             }
         }
+    }
+}
+
+/// Whether no admitted socket is left: each is in its user's room until it disconnects.
+async fn no_sockets(io: &SocketIo) -> bool {
+    match io.of(super::NAMESPACE) {
+        Some(ns) => ns.rooms().await.map(|r| r.is_empty()).unwrap_or(false),
+        None => true,
     }
 }
 

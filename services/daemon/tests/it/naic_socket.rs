@@ -46,15 +46,25 @@ struct Client {
 }
 
 impl Client {
-    /// Connects to namespace `/vm` of `app` with `cookie` (and this site's `Origin`) and the
-    /// `userId` claimed in its `auth`.
+    /// Connects to namespace `/vm` of `app` with `cookie` (and `app`'s own `Origin`) and
+    /// the `userId` claimed in its `auth`.
     async fn connect(app: &TestApp, cookie: Option<&str>, user_id: Option<&str>) -> Self {
+        Self::connect_from(app, &app.address, cookie, user_id).await
+    }
+
+    /// Connects as a page of `origin` would.
+    async fn connect_from(
+        app: &TestApp,
+        origin: &str,
+        cookie: Option<&str>,
+        user_id: Option<&str>,
+    ) -> Self {
         install();
         let mut command = Command::new("node");
         command
             .arg(client_dir().join("client.mjs"))
             .env("SOCKET_URL", format!("{}/vm", app.address))
-            .env("SOCKET_ORIGIN", &app.address)
+            .env("SOCKET_ORIGIN", origin)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
@@ -251,6 +261,43 @@ async fn a_socket_without_a_session_or_claiming_another_user_is_refused() {
     );
     // Her own id is fine.
     Client::connected(&app, Some(&cookie), Some(&user)).await;
+}
+
+#[tokio::test]
+async fn a_socket_from_another_site_is_refused() {
+    let provider = TestProvider::start().await;
+    let app = spawn_signed_in_app(&provider, |_| {}).await;
+    let (_browser, cookie, _) = signed_in(&app, "alice", "alice-password").await;
+    let mut elsewhere =
+        Client::connect_from(&app, "https://elsewhere.example", Some(&cookie), None).await;
+    let refused = elsewhere.next().await;
+    assert_eq!(refused["event"], "connect_error", "{refused}");
+    assert_eq!(
+        refused["message"],
+        "a socket with the session cookie must come from this site"
+    );
+}
+
+#[tokio::test]
+async fn a_socket_whose_user_is_disabled_is_disconnected() {
+    let provider = TestProvider::start().await;
+    let app = spawn_signed_in_app(&provider, |_| {}).await;
+    let (_browser, cookie, user) = signed_in(&app, "alice", "alice-password").await;
+    let mut client = Client::connected(&app, Some(&cookie), None).await;
+    let _: Value = app
+        .send_json(
+            "PATCH",
+            &format!("/api/v1/admin/users/{user}"),
+            &json!({"status": "disabled"}),
+            200,
+        )
+        .await;
+    let gone = client
+        .next_within(Duration::from_secs(10))
+        .await
+        .expect("a disconnect within a few seconds");
+    assert_eq!(gone["event"], "disconnect", "{gone}");
+    assert_eq!(gone["reason"], "io server disconnect");
 }
 
 #[tokio::test]
