@@ -77,7 +77,7 @@ pub async fn push(state: AppState, io: SocketIo, following: Arc<Following>) {
             _ = following.wake.notified() => {}
             _ = state.stopping.cancelled() => return,
         }
-        let mut follower = match Follower::new(&state.hub, None).await {
+        let mut follower = match start(&state).await {
             Ok(follower) => follower,
             Err(error) => {
                 tracing::warn!(%error, "the Socket.IO updates cannot follow the events; retrying");
@@ -92,6 +92,14 @@ pub async fn push(state: AppState, io: SocketIo, following: Arc<Following>) {
             return;
         }
     }
+}
+
+/// A follower from the place the store is at now: everything committed after this returns
+/// is pushed, even if the hub's follower only starts with it (it starts from where the
+/// store is when it first reads, which may be later).
+async fn start(state: &AppState) -> Result<Follower, store::sqlx::Error> {
+    let now = store::feed::head(&state.pool).await?;
+    Follower::new(&state.hub, Some(now)).await
 }
 
 /// Pushes what commits until no socket is left (or the process stops).
@@ -182,7 +190,7 @@ impl Tracked {
             .get(&id)
             .is_some_and(|vm| vm.sequence + 1 >= event.sequence);
         if !known {
-            let vm = load(state, id, event.sequence - 1).await?;
+            let vm = load(state, id, event.sequence.saturating_sub(1)).await?;
             if self.0.len() >= KEPT_VMS {
                 self.0.clear();
             }
