@@ -52,12 +52,33 @@ impl Client {
         Self::connect_from(app, &app.address, cookie, user_id).await
     }
 
+    /// Connected with WebSocket only: a browser's WebSocket handshake, which always names
+    /// its page's `Origin`.
+    async fn connected_by_websocket(app: &TestApp, cookie: &str) -> Self {
+        let mut client = Self::spawn(app, &app.address, Some(cookie), None, Some("websocket"));
+        let first = client.next().await;
+        assert_eq!(first["event"], "connect", "{first}");
+        client
+    }
+
     /// Connects as a page of `origin` would.
     async fn connect_from(
         app: &TestApp,
         origin: &str,
         cookie: Option<&str>,
         user_id: Option<&str>,
+    ) -> Self {
+        Self::spawn(app, origin, cookie, user_id, None)
+    }
+
+    /// Starts the client; `transports` as Socket.IO's option, comma-separated (long-polling
+    /// upgraded to WebSocket unless given).
+    fn spawn(
+        app: &TestApp,
+        origin: &str,
+        cookie: Option<&str>,
+        user_id: Option<&str>,
+        transports: Option<&str>,
     ) -> Self {
         install();
         let mut command = Command::new("node");
@@ -68,11 +89,15 @@ impl Client {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        if let Some(cookie) = cookie {
-            command.env("SOCKET_COOKIE", cookie);
-        }
-        if let Some(user_id) = user_id {
-            command.env("SOCKET_USER_ID", user_id);
+        let optional = [
+            ("SOCKET_COOKIE", cookie),
+            ("SOCKET_USER_ID", user_id),
+            ("SOCKET_TRANSPORTS", transports),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                command.env(name, value);
+            }
         }
         let mut child = command.spawn().expect("node runs");
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -226,14 +251,18 @@ async fn a_vm_created_through_one_daemon_is_pushed_to_a_socket_on_another() {
     let provider = TestProvider::start().await;
     let (a, b) = two_daemons(&provider).await;
     let (browser, cookie, _) = signed_in(&a, "alice", "alice-password").await;
-    // Without a claimed userId: the session alone names the user.
-    let mut on_b = Client::connected(&b, Some(&cookie), None).await;
+    // Without a claimed userId: the session alone names the user. One socket starts with
+    // long-polling, the other with WebSocket only.
+    let mut polling = Client::connected(&b, Some(&cookie), None).await;
+    let mut websocket = Client::connected_by_websocket(&b, &cookie).await;
     let vm = create_as(&browser, &a, "through-a").await;
-    let first = on_b.next().await;
-    assert_eq!(first["event"], "update", "{first}");
-    assert_eq!(first["data"]["vmId"], vm.as_str());
-    assert_eq!(first["data"]["status"], "TO_BE_PROVISIONED");
-    assert_eq!(first["data"]["ipv4Address"], Value::Null);
+    for client in [&mut polling, &mut websocket] {
+        let first = client.next().await;
+        assert_eq!(first["event"], "update", "{first}");
+        assert_eq!(first["data"]["vmId"], vm.as_str());
+        assert_eq!(first["data"]["status"], "TO_BE_PROVISIONED");
+        assert_eq!(first["data"]["ipv4Address"], Value::Null);
+    }
 }
 
 #[tokio::test]

@@ -11,8 +11,11 @@ if (process.env.SOCKET_ORIGIN) extraHeaders.Origin = process.env.SOCKET_ORIGIN;
 const auth = {};
 if (process.env.SOCKET_USER_ID) auth.userId = process.env.SOCKET_USER_ID;
 
+// `websocket` connects with WebSocket only (no long-polling first).
+const transports = process.env.SOCKET_TRANSPORTS?.split(",") ?? ["polling", "websocket"];
+
 const say = (line) => process.stdout.write(JSON.stringify(line) + "\n");
-const socket = io(url, { extraHeaders, auth, reconnection: false });
+const socket = io(url, { extraHeaders, auth, transports, reconnection: false });
 socket.on("connect", () => say({ event: "connect" }));
 socket.on("connect_error", (err) => {
   say({ event: "connect_error", message: err.message });
