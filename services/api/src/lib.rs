@@ -8,7 +8,7 @@ mod extract;
 mod input;
 mod layers;
 pub mod naic;
-pub mod naic_socket;
+mod naic_socket;
 mod network;
 pub mod oidc;
 mod openapi;

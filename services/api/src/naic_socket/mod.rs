@@ -34,6 +34,8 @@ pub fn layer(state: &AppState) -> SocketIoLayer {
         let (state, following) = (state.clone(), following.clone());
         move |socket: SocketRef, auth| admit::admit(state, following, socket, auth)
     };
+    // Admission does all there is (the room is joined before the client hears `connect`):
+    // the connect handler itself has nothing left to do.
     io.ns(NAMESPACE, (async || {}).with(admission));
     tokio::spawn(updates::push(state.clone(), io.clone(), following));
     tokio::spawn(admit::recheck(state.clone(), io.clone()));
