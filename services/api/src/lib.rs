@@ -1,5 +1,5 @@
-//! The REST API under `/api/v1`, its Server-Sent Events streams and the NAIC frontend's
-//! Socket.IO live updates. `app(state)` builds the whole router, so tests can run it in process.
+//! The REST API under `/api/v1` and its Server-Sent Events streams. `app(state)` builds the
+//! whole router, so tests can run it in process.
 
 mod answers;
 pub mod auth;
