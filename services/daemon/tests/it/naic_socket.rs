@@ -39,6 +39,13 @@ fn install() {
     });
 }
 
+/// How a client's handshake names the page it comes from.
+#[derive(Clone, Copy)]
+enum Page<'a> {
+    Origin(&'a str),
+    Referer(&'a str),
+}
+
 /// A Socket.IO client connected (or refused) by Node, and what it reported.
 struct Client {
     _child: Child,
@@ -55,7 +62,19 @@ impl Client {
     /// Connected with WebSocket only: a browser's WebSocket handshake, which always names
     /// its page's `Origin`.
     async fn connected_by_websocket(app: &TestApp, cookie: &str) -> Self {
-        let mut client = Self::spawn(app, &app.address, Some(cookie), None, Some("websocket"));
+        let page = Page::Origin(&app.address);
+        let mut client = Self::spawn(app, page, Some(cookie), None, Some("websocket"));
+        let first = client.next().await;
+        assert_eq!(first["event"], "connect", "{first}");
+        client
+    }
+
+    /// Connected with long-polling only, naming its page in `Referer` alone: what a
+    /// browser's same-origin `GET` sends.
+    async fn connected_by_polling_with_referer(app: &TestApp, cookie: &str) -> Self {
+        let page = format!("{}/dashboard", app.address);
+        let page = Page::Referer(&page);
+        let mut client = Self::spawn(app, page, Some(cookie), None, Some("polling"));
         let first = client.next().await;
         assert_eq!(first["event"], "connect", "{first}");
         client
@@ -68,14 +87,14 @@ impl Client {
         cookie: Option<&str>,
         user_id: Option<&str>,
     ) -> Self {
-        Self::spawn(app, origin, cookie, user_id, None)
+        Self::spawn(app, Page::Origin(origin), cookie, user_id, None)
     }
 
     /// Starts the client; `transports` as Socket.IO's option, comma-separated (long-polling
     /// upgraded to WebSocket unless given).
     fn spawn(
         app: &TestApp,
-        origin: &str,
+        page: Page<'_>,
         cookie: Option<&str>,
         user_id: Option<&str>,
         transports: Option<&str>,
@@ -85,10 +104,13 @@ impl Client {
         command
             .arg(client_dir().join("client.mjs"))
             .env("SOCKET_URL", format!("{}/vm", app.address))
-            .env("SOCKET_ORIGIN", origin)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
+        match page {
+            Page::Origin(origin) => command.env("SOCKET_ORIGIN", origin),
+            Page::Referer(referer) => command.env("SOCKET_REFERER", referer),
+        };
         let optional = [
             ("SOCKET_COOKIE", cookie),
             ("SOCKET_USER_ID", user_id),
@@ -252,11 +274,13 @@ async fn a_vm_created_through_one_daemon_is_pushed_to_a_socket_on_another() {
     let (a, b) = two_daemons(&provider).await;
     let (browser, cookie, _) = signed_in(&a, "alice", "alice-password").await;
     // Without a claimed userId: the session alone names the user. One socket starts with
-    // long-polling, the other with WebSocket only.
+    // long-polling, one with WebSocket only, one keeps long-polling and names its page in
+    // `Referer` only.
     let mut polling = Client::connected(&b, Some(&cookie), None).await;
     let mut websocket = Client::connected_by_websocket(&b, &cookie).await;
+    let mut referred = Client::connected_by_polling_with_referer(&b, &cookie).await;
     let vm = create_as(&browser, &a, "through-a").await;
-    for client in [&mut polling, &mut websocket] {
+    for client in [&mut polling, &mut websocket, &mut referred] {
         let first = client.next().await;
         assert_eq!(first["event"], "update", "{first}");
         assert_eq!(first["data"]["vmId"], vm.as_str());

@@ -8,6 +8,7 @@ const url = process.env.SOCKET_URL;
 const extraHeaders = {};
 if (process.env.SOCKET_COOKIE) extraHeaders.Cookie = process.env.SOCKET_COOKIE;
 if (process.env.SOCKET_ORIGIN) extraHeaders.Origin = process.env.SOCKET_ORIGIN;
+if (process.env.SOCKET_REFERER) extraHeaders.Referer = process.env.SOCKET_REFERER;
 const auth = {};
 if (process.env.SOCKET_USER_ID) auth.userId = process.env.SOCKET_USER_ID;
 
