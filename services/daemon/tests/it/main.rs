@@ -29,6 +29,7 @@ mod live_streams;
 mod load;
 mod local_boot;
 mod metrics;
+mod naic_socket;
 mod nats_users;
 mod networks;
 mod oidc_identity;
