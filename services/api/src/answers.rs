@@ -41,8 +41,8 @@ impl Answered {
         }
     }
 
-    /// The first answer to a request sent again with the same `Idempotency-Key`.
-    pub fn replayed(kept: store::idempotency::Answer) -> Self {
+    /// An answer as the application layer keeps it (under an `Idempotency-Key`).
+    pub fn kept(kept: app::Kept) -> Self {
         Answered {
             status: StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK),
             body: kept.body,
@@ -105,27 +105,6 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     }
 }
 
-/// The answer kept under `key` for the same request, a 422 if the key was used for another
-/// request, or `None` if the key is new.
-pub async fn kept_answer(
-    state: &AppState,
-    key: &str,
-    fingerprint: &str,
-) -> Result<Option<Answered>, ApiError> {
-    match store::idempotency::find(&state.pool, key).await? {
-        None => Ok(None),
-        Some(kept) if kept.fingerprint == fingerprint => Ok(Some(Answered::replayed(kept.answer))),
-        Some(_) => Err(ApiError::Invalid {
-            field: "Idempotency-Key".into(),
-            reason: format!(
-                "{key:?} was used for another request in the last {} hours; \
-                 use a new key for a new request",
-                store::idempotency::KEEP_FOR.as_secs() / 3600
-            ),
-        }),
-    }
-}
-
 /// For a GET: waits until the read models show the event at the position the client sent
 /// (`?min_position=` or the `Provisioning-Position` header), then answers as usual; a 503
 /// with `Retry-After` if they do not within [`READ_YOUR_WRITES_WAIT`].
@@ -172,7 +151,7 @@ fn min_position(query: Option<&str>, headers: &HeaderMap) -> Result<Option<i64>,
 
 async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
     let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_WAIT;
-    while !store::projected::reached(&state.pool, position).await? {
+    while !store::projected::reached(&state.app.pool, position).await? {
         if tokio::time::Instant::now() >= deadline {
             return Err(ApiError::Unavailable(format!(
                 "the read models do not show position {position} yet; retry the GET"

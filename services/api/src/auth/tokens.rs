@@ -43,7 +43,7 @@ pub fn admin_token_hash(state: &AppState) -> Option<Vec<u8>> {
 /// The live token with this hash: not revoked, not expired, and, for one made through the
 /// admin token, that admin token still set.
 pub async fn live(state: &AppState, hash: &[u8]) -> Result<Option<LiveToken>, ApiError> {
-    let Some(live) = store::api_tokens::live_by_hash(&state.pool, hash).await? else {
+    let Some(live) = store::api_tokens::live_by_hash(&state.app.pool, hash).await? else {
         return Ok(None);
     };
     if let Some(minted_with) = &live.admin_token_hash {
@@ -64,7 +64,7 @@ pub async fn user_of(state: &AppState, token: &str) -> Result<LiveToken, ApiErro
         .last_used_at
         .is_some_and(|at| OffsetDateTime::now_utc() - at < time::Duration::minutes(1));
     if !recent {
-        store::api_tokens::touch(&state.pool, live.id).await?;
+        store::api_tokens::touch(&state.app.pool, live.id).await?;
     }
     Ok(live)
 }

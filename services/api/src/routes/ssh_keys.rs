@@ -151,7 +151,7 @@ async fn register(
     name: &SshKeyName,
     key: &SshPublicKey,
 ) -> Result<store::ssh_keys::SshKeyRow, ApiError> {
-    let pool = &state.pool;
+    let pool = &state.app.pool;
     if let Some(row) = store::ssh_keys::insert(pool, &owner.owner_key(), name.as_str(), key).await?
     {
         return Ok(row);
@@ -176,7 +176,7 @@ pub async fn list_ssh_keys(
     State(state): State<AppState>,
     owner: Principal,
 ) -> Result<Json<Vec<SshKeyOut>>, ApiError> {
-    let rows = store::ssh_keys::list(&state.pool, &owner.owner_key()).await?;
+    let rows = store::ssh_keys::list(&state.app.pool, &owner.owner_key()).await?;
     Ok(Json(rows.into_iter().map(SshKeyOut::from).collect()))
 }
 
@@ -191,7 +191,7 @@ pub async fn get_ssh_key(
     Path(id): Path<String>,
 ) -> Result<Json<SshKeyOut>, ApiError> {
     let id = parse_key_id(&id)?;
-    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), id)
+    let row = store::ssh_keys::get(&state.app.pool, &owner.owner_key(), id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no SSH key {id}")))?;
     Ok(Json(row.into()))
@@ -209,7 +209,7 @@ pub async fn delete_ssh_key(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = parse_key_id(&id)?;
-    match store::ssh_keys::delete(&state.pool, &owner.owner_key(), id).await? {
+    match store::ssh_keys::delete(&state.app.pool, &owner.owner_key(), id).await? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::NotFound(format!("no SSH key {id}"))),
     }
@@ -217,26 +217,4 @@ pub async fn delete_ssh_key(
 
 fn parse_key_id(id: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(id).map_err(|_| ApiError::NotFound(format!("no SSH key {id:?}: ids are UUIDs")))
-}
-
-/// The public key of the caller's registered key `id` (the text of an `ssh_key_id`), for a
-/// VM request. Unknown, another owner's, or no longer acceptable: a 422 naming `ssh_key_id`.
-pub(crate) async fn registered_key(
-    state: &AppState,
-    owner: &Principal,
-    id: &str,
-) -> Result<SshPublicKey, ApiError> {
-    let invalid = |reason: String| ApiError::Invalid {
-        field: "ssh_key_id".into(),
-        reason,
-    };
-    let uuid = Uuid::parse_str(id).map_err(|_| {
-        invalid(format!(
-            "{id:?} is not a key id (a UUID from /api/v1/ssh-keys)"
-        ))
-    })?;
-    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), uuid)
-        .await?
-        .ok_or_else(|| invalid(format!("no SSH key {uuid} is registered")))?;
-    Ok(SshPublicKey::parse_field("ssh_key_id", &row.public_key)?)
 }

@@ -119,7 +119,7 @@ pub async fn create_token(
     };
     let secret = tokens::generate();
     let row = store::api_tokens::insert_minted(
-        &state.pool,
+        &state.app.pool,
         principal.user,
         name.as_str(),
         &secret[..tokens::SHOWN],
@@ -176,7 +176,7 @@ pub async fn list_tokens(
     State(state): State<AppState>,
     principal: Principal,
 ) -> Result<Json<Vec<TokenOut>>, ApiError> {
-    let rows = store::api_tokens::list(&state.pool, principal.user).await?;
+    let rows = store::api_tokens::list(&state.app.pool, principal.user).await?;
     Ok(Json(rows.into_iter().map(TokenOut::from).collect()))
 }
 
@@ -197,7 +197,7 @@ pub async fn delete_token(
 ) -> Result<StatusCode, ApiError> {
     // Not a token id: no such token either.
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound(format!("no token {id}")))?;
-    if store::api_tokens::revoke(&state.pool, principal.user, id).await? {
+    if store::api_tokens::revoke(&state.app.pool, principal.user, id).await? {
         tracing::info!("personal API token revoked");
         Ok(StatusCode::NO_CONTENT)
     } else {

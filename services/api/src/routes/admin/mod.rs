@@ -71,7 +71,8 @@ pub async fn list_catalog_events(
     State(state): State<AppState>,
     Query(page): Query<Page>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
-    let events = store::catalog::catalog_events(&state.pool, page.after()?, page.limit()).await?;
+    let events =
+        store::catalog::catalog_events(&state.app.pool, page.after()?, page.limit()).await?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 
@@ -93,7 +94,7 @@ async fn execute(
     commands: Vec<CatalogCommand>,
 ) -> Result<store::Committed<Catalog>, ApiError> {
     let metadata = metadata(principal, request_id);
-    Ok(store::catalog::execute(&state.pool, commands, &metadata).await?)
+    Ok(store::catalog::execute(&state.app.pool, commands, &metadata).await?)
 }
 
 /// The answer to a committed admin command: `body` with the position of the command's last

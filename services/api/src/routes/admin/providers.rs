@@ -91,7 +91,7 @@ pub struct UpdateProviderIn {
 pub async fn list_all_providers(
     State(state): State<AppState>,
 ) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
-    let rows = store::catalog::all_providers(&state.pool).await?;
+    let rows = store::catalog::all_providers(&state.app.pool).await?;
     Ok(Json(rows.into_iter().map(AdminProviderOut::from).collect()))
 }
 
@@ -209,7 +209,7 @@ fn path_id(provider: &str) -> Result<ProviderId, ApiError> {
 }
 
 async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
-    let rows = store::catalog::all_providers(&state.pool).await?;
+    let rows = store::catalog::all_providers(&state.app.pool).await?;
     Ok(rows
         .iter()
         .map(|p| p.sort_order)

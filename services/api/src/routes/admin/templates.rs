@@ -194,8 +194,10 @@ pub async fn list_all_templates(
     let rows = match query.provider.as_deref().map(ProviderId::parse) {
         // No provider has an id the domain refuses.
         Some(Err(_)) => vec![],
-        Some(Ok(provider)) => store::catalog::all_templates(&state.pool, Some(&provider)).await?,
-        None => store::catalog::all_templates(&state.pool, None).await?,
+        Some(Ok(provider)) => {
+            store::catalog::all_templates(&state.app.pool, Some(&provider)).await?
+        }
+        None => store::catalog::all_templates(&state.app.pool, None).await?,
     };
     Ok(Json(rows.into_iter().map(AdminTemplateOut::from).collect()))
 }
@@ -226,7 +228,7 @@ pub async fn create_template(
     let sort_order = match input.sort_order {
         Some(s) => s,
         None => {
-            let rows = store::catalog::all_templates(&state.pool, Some(&provider)).await?;
+            let rows = store::catalog::all_templates(&state.app.pool, Some(&provider)).await?;
             let last = rows.iter().map(|t| t.sort_order).max().unwrap_or(0);
             last.saturating_add(1)
         }
@@ -388,7 +390,7 @@ fn template_out(
 /// Refuses to enable a template whose provider the registry does not have, or disables:
 /// the daemon would refuse to start with it.
 fn runnable(state: &AppState, provider: &ProviderId) -> Result<(), ApiError> {
-    match state.registry.provider(provider.as_str()) {
+    match state.app.registry.provider(provider.as_str()) {
         Some(p) if p.enabled => Ok(()),
         _ => Err(invalid(
             "enabled",

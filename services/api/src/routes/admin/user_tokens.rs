@@ -25,7 +25,7 @@ pub fn router() -> Router<AppState> {
 async fn known_user(state: &AppState, id: &str) -> Result<UserId, ApiError> {
     let unknown = || ApiError::NotFound(format!("no user {id}"));
     let user: UserId = id.parse().map_err(|_| unknown())?;
-    store::users::get(&state.pool, user)
+    store::users::get(&state.app.pool, user)
         .await
         .map_err(crate::error::store_failed)?
         .ok_or_else(unknown)?;
@@ -48,7 +48,7 @@ pub async fn list_user_tokens(
     Path(id): Path<String>,
 ) -> Result<Json<Vec<TokenOut>>, ApiError> {
     let user = known_user(&state, &id).await?;
-    let rows = store::api_tokens::list(&state.pool, user).await?;
+    let rows = store::api_tokens::list(&state.app.pool, user).await?;
     Ok(Json(rows.into_iter().map(TokenOut::from).collect()))
 }
 
@@ -74,7 +74,7 @@ pub async fn revoke_user_token(
     let user = known_user(&state, &id).await?;
     let unknown = || ApiError::NotFound(format!("user {id} has no token {token_id}"));
     let token = Uuid::parse_str(&token_id).map_err(|_| unknown())?;
-    if store::api_tokens::revoke(&state.pool, user, token).await? {
+    if store::api_tokens::revoke(&state.app.pool, user, token).await? {
         tracing::info!("personal API token revoked by an admin");
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -94,7 +94,7 @@ fn user_out(
     responses((status = 200, body = [UserOut]), (status = 401, body = crate::error::ErrorBody),
         (status = 403, description = "Not an admin", body = crate::error::ErrorBody)))]
 pub async fn list_users(State(state): State<AppState>) -> Result<Json<Vec<UserOut>>, ApiError> {
-    let users = store::users::list(&state.pool)
+    let users = store::users::list(&state.app.pool)
         .await
         .map_err(crate::error::store_failed)?;
     Ok(Json(
@@ -141,7 +141,7 @@ pub async fn update_user(
         .map(str::parse)
         .transpose()
         .map_err(|e: String| invalid("status", e))?;
-    let pool = &state.pool;
+    let pool = &state.app.pool;
     let user = store::users::get(pool, id)
         .await
         .map_err(crate::error::store_failed)?
