@@ -14,6 +14,7 @@ mod error;
 pub mod idempotency;
 pub mod network;
 pub mod policy;
+mod positions;
 pub mod vms;
 
 use std::sync::Arc;

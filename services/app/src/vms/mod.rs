@@ -95,7 +95,12 @@ impl App {
         if key.is_some() {
             idempotency::expire_some(&self.pool);
         }
-        Ok(committed.map(|c| after(vm, &c, created_at)))
+        let done = committed.map(|c| after(vm, &c, created_at));
+        if let Some(done) = &done {
+            self.remember_write(caller.principal.user, done.position)
+                .await;
+        }
+        Ok(done)
     }
 
     /// Runs a caller's command on VM `vm`, which must have been requested; a retry with the

@@ -63,7 +63,10 @@ impl App {
             Ok(Some(done)) => Ok(Outcome::Done(done)),
             Ok(None) => self.answered_meanwhile(&key).await,
             Err(CommandError::Rejected(ProvisioningError::AlreadyRequested)) => {
-                self.requested_before(vm, &spec).await.map(Outcome::Done)
+                let done = self.requested_before(vm, &spec).await?;
+                self.remember_write(caller.principal.user, done.position)
+                    .await;
+                Ok(Outcome::Done(done))
             }
             Err(e) => Err(crate::vm_command_failed(vm, e)),
         }
