@@ -12,9 +12,12 @@ mod caller;
 mod catalog;
 mod error;
 pub mod idempotency;
+pub mod keys;
 pub mod network;
 pub mod policy;
 mod positions;
+pub mod tokens;
+pub mod users;
 pub mod vms;
 
 use std::sync::Arc;

@@ -12,23 +12,7 @@ use time::OffsetDateTime;
 
 use crate::{ApiError, AppState};
 
-/// What every personal API token starts with.
-pub const PREFIX: &str = "pat_";
-
-/// How many characters of a token its lists show (`pat_` and 8 hex digits).
-pub const SHOWN: usize = PREFIX.len() + 8;
-
-/// A new token's secret.
-pub fn generate() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes).expect("the OS's random source works");
-    format!("{PREFIX}{}", hex::encode(bytes))
-}
-
-/// What is stored of a token.
-pub fn hash(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
+pub use app::tokens::{generate, hash, PREFIX, SHOWN};
 
 /// What tokens made through the admin token record of it: a SHA-256 with a label of its
 /// own, so it is no PAT's hash. `None` when the admin token is off.

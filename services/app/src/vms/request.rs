@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 
 use super::{VmAfter, VmKey};
 use crate::idempotency::{self, Outcome};
-use crate::{App, Caller, Error, Principal};
+use crate::{App, Caller, Error};
 
 /// A request for a VM, its values parsed.
 #[derive(Debug, Clone)]
@@ -184,22 +184,6 @@ impl App {
             username: row.username,
             owner: owner.user,
         })
-    }
-
-    /// The public key of the caller's registered key `id` (as the client wrote it), for a
-    /// VM request. Unknown, another owner's, or no longer acceptable: invalid, naming
-    /// `ssh_key_id`.
-    pub async fn registered_key(&self, owner: &Principal, id: &str) -> Result<SshPublicKey, Error> {
-        let invalid = |reason: String| Error::invalid("ssh_key_id", reason);
-        let uuid = uuid::Uuid::parse_str(id).map_err(|_| {
-            invalid(format!(
-                "{id:?} is not a key id (a UUID from /api/v1/ssh-keys)"
-            ))
-        })?;
-        let row = store::ssh_keys::get(&self.pool, &owner.owner_key(), uuid)
-            .await?
-            .ok_or_else(|| invalid(format!("no SSH key {uuid} is registered")))?;
-        Ok(SshPublicKey::parse_field("ssh_key_id", &row.public_key)?)
     }
 }
 
