@@ -9,7 +9,7 @@
 //! caller's next read, through any face and on any daemon, can wait until it shows it.
 
 mod caller;
-mod catalog;
+pub mod catalog;
 mod error;
 pub mod idempotency;
 pub mod keys;

@@ -14,12 +14,6 @@ use axum::extract::FromRequestParts;
 
 use crate::auth::Principal;
 
-/// Who did it and in which request: the caller ([`Principal::actor`]), and the request's
-/// id (the caller's `X-Request-ID` or a new one).
-pub(crate) fn metadata(principal: &Principal, request_id: &crate::RequestId) -> store::Metadata {
-    store::Metadata::new(principal.actor(), request_id.as_str().to_owned())
-}
-
 /// The caller of a use case, as this face finds it: the authenticated principal, the
 /// request's id (recorded as the correlation id) and the client's address.
 pub(crate) struct AppCaller(pub app::Caller);
