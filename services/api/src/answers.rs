@@ -41,8 +41,8 @@ impl Answered {
         }
     }
 
-    /// The first answer to a request sent again with the same `Idempotency-Key`.
-    pub fn replayed(kept: store::idempotency::Answer) -> Self {
+    /// An answer as the application layer keeps it (under an `Idempotency-Key`).
+    pub fn kept(kept: app::Kept) -> Self {
         Answered {
             status: StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK),
             body: kept.body,
@@ -105,30 +105,11 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     }
 }
 
-/// The answer kept under `key` for the same request, a 422 if the key was used for another
-/// request, or `None` if the key is new.
-pub async fn kept_answer(
-    state: &AppState,
-    key: &str,
-    fingerprint: &str,
-) -> Result<Option<Answered>, ApiError> {
-    match store::idempotency::find(&state.pool, key).await? {
-        None => Ok(None),
-        Some(kept) if kept.fingerprint == fingerprint => Ok(Some(Answered::replayed(kept.answer))),
-        Some(_) => Err(ApiError::Invalid {
-            field: "Idempotency-Key".into(),
-            reason: format!(
-                "{key:?} was used for another request in the last {} hours; \
-                 use a new key for a new request",
-                store::idempotency::KEEP_FOR.as_secs() / 3600
-            ),
-        }),
-    }
-}
-
 /// For a GET: waits until the read models show the event at the position the client sent
 /// (`?min_position=` or the `Provisioning-Position` header), then answers as usual; a 503
-/// with `Retry-After` if they do not within [`READ_YOUR_WRITES_WAIT`].
+/// with `Retry-After` if they do not within [`READ_YOUR_WRITES_WAIT`]. Without one, it
+/// waits (as long, at most) for the caller's own last write, which the application layer
+/// recorded for every daemon to see; past that it answers with what the read models show.
 pub(crate) async fn wait_for_min_position(
     State(state): State<AppState>,
     request: Request,
@@ -141,12 +122,31 @@ pub(crate) async fn wait_for_min_position(
         Ok(wanted) => wanted,
         Err(e) => return e.into_response(),
     };
-    if let Some(position) = wanted {
-        if let Err(e) = wait_until_projected(&state, position).await {
-            return e.into_response();
-        }
+    let caller = request
+        .extensions()
+        .get::<crate::auth::Principal>()
+        .map(|p| p.user);
+    let waited = match (wanted, caller) {
+        (Some(position), _) => wait_until_projected(&state, position).await,
+        (None, Some(user)) => own_writes(&state, user).await,
+        (None, None) => Ok(()),
+    };
+    if let Err(e) = waited {
+        return e.into_response();
     }
     next.run(request).await
+}
+
+/// Waits for the read models to show `user`'s last write; answers anyway when they lag.
+async fn own_writes(state: &AppState, user: domain::identity::UserId) -> Result<(), ApiError> {
+    let shown = state
+        .app
+        .wait_for_writes_of(user, READ_YOUR_WRITES_WAIT)
+        .await?;
+    if !shown {
+        tracing::warn!(%user, "the read models lag behind the caller's last write; answered without it");
+    }
+    Ok(())
 }
 
 /// The position a GET asks for, from its query or its header (the query wins).
@@ -171,16 +171,16 @@ fn min_position(query: Option<&str>, headers: &HeaderMap) -> Result<Option<i64>,
 }
 
 async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
-    let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_WAIT;
-    while !store::projected::reached(&state.pool, position).await? {
-        if tokio::time::Instant::now() >= deadline {
-            return Err(ApiError::Unavailable(format!(
-                "the read models do not show position {position} yet; retry the GET"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    match state
+        .app
+        .wait_until_projected(position, READ_YOUR_WRITES_WAIT)
+        .await?
+    {
+        true => Ok(()),
+        false => Err(ApiError::Unavailable(format!(
+            "the read models do not show position {position} yet; retry the GET"
+        ))),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -79,41 +79,31 @@ impl ApiError {
     }
 }
 
-impl From<store::sqlx::Error> for ApiError {
-    fn from(e: store::sqlx::Error) -> Self {
-        if unreachable(&e) {
-            tracing::warn!(error = %e, "the database cannot be reached");
-            return ApiError::Unavailable(
-                "the database cannot be reached; nothing was changed by this request".into(),
-            );
+/// The application layer's refusals and failures, answered with the same detail texts.
+impl From<app::Error> for ApiError {
+    fn from(e: app::Error) -> Self {
+        match e {
+            app::Error::Invalid { field, reason } => ApiError::Invalid { field, reason },
+            app::Error::Forbidden { detail, .. } => ApiError::Forbidden(detail),
+            app::Error::NotFound(detail) => ApiError::NotFound(detail),
+            app::Error::Conflict(detail) => ApiError::Conflict(detail),
+            app::Error::Unavailable(detail) => ApiError::Unavailable(detail),
+            app::Error::TooLarge(detail) => ApiError::TooLarge(detail),
+            app::Error::Internal(cause) => ApiError::Internal(cause),
         }
-        ApiError::internal(e)
     }
 }
 
-/// Whether a database error says the database cannot be reached now (no connection within
-/// the pool's acquire timeout, a connection lost, the server shutting down or full), rather
-/// than a fault of the request or the code: those are answered 503 with `Retry-After`.
-fn unreachable(e: &store::sqlx::Error) -> bool {
-    use store::sqlx::Error;
-    match e {
-        Error::PoolTimedOut | Error::PoolClosed | Error::Io(_) | Error::Tls(_) => true,
-        Error::WorkerCrashed | Error::Protocol(_) => true,
-        // Class 08: connection exception; 57P01-57P03: the server is shutting down or
-        // starting; 53300: too many connections.
-        Error::Database(db) => db.code().is_some_and(|code| {
-            code.starts_with("08") || code.starts_with("57P") || code == "53300"
-        }),
-        _ => false,
+/// A database that cannot be reached is a 503 with `Retry-After`; other database errors 500.
+impl From<store::sqlx::Error> for ApiError {
+    fn from(e: store::sqlx::Error) -> Self {
+        app::Error::from(e).into()
     }
 }
 
 /// A store failure outside a command: the database's own errors as usual, the rest a 500.
 pub(crate) fn store_failed(e: store::StoreError) -> ApiError {
-    match e {
-        store::StoreError::Database(db) => db.into(),
-        e => ApiError::internal(e),
-    }
+    app::Error::from(e).into()
 }
 
 /// How long a client should wait before it retries a 503, in seconds.
@@ -121,87 +111,25 @@ const RETRY_AFTER_SECONDS: u32 = 1;
 
 impl From<domain::provisioning::ValueError> for ApiError {
     fn from(e: domain::provisioning::ValueError) -> Self {
-        ApiError::Invalid {
-            field: e.field.to_owned(),
-            reason: e.reason,
-        }
+        app::Error::from(e).into()
     }
 }
 
-// How a command that did not commit is answered: the one place for both aggregates.
-// A refusal is the client's (404, 409 or 422, by the domain error); a command that kept
-// losing the race with other writers for the store's whole retry time, or a database that
-// cannot be reached, is a 503 with `Retry-After` (nothing was written); any other store
-// failure is a 500.
-
-/// A failed command on VM `vm`; refusals name the VM.
+/// A failed command on VM `vm` (the application layer says how each is answered).
 pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) -> ApiError {
-    match e {
-        CommandError::Rejected(ProvisioningError::NotFound) => {
-            ApiError::NotFound(format!("no VM {vm}"))
-        }
-        CommandError::Rejected(e @ ProvisioningError::NoSuchJob(_)) => {
-            ApiError::NotFound(e.to_string())
-        }
-        CommandError::Rejected(ProvisioningError::AlreadyRequested) => {
-            ApiError::Conflict(format!("a VM with id {vm} exists already"))
-        }
-        CommandError::Rejected(ProvisioningError::CallbackRefused(_)) => {
-            // Said no more than for a token that never was: nothing to probe.
-            ApiError::NotFound("no such callback".into())
-        }
-        CommandError::Rejected(e @ ProvisioningError::ExtendPastPolicy { .. }) => {
-            ApiError::Forbidden(e.to_string())
-        }
-        CommandError::Rejected(
-            e @ (ProvisioningError::ExtendHours { .. } | ProvisioningError::ExtendTooFar { .. }),
-        ) => ApiError::Invalid {
-            field: "hours".into(),
-            reason: e.to_string().trim_start_matches("hours: ").to_owned(),
-        },
-        CommandError::Rejected(
-            e @ (ProvisioningError::ExpiryPassed | ProvisioningError::ExpiryTooFar { .. }),
-        ) => ApiError::Invalid {
-            field: "expires_at".into(),
-            reason: e.to_string().trim_start_matches("expires_at: ").to_owned(),
-        },
-        CommandError::Rejected(e) => ApiError::Conflict(e.to_string()),
-        e => command_not_stored(e),
-    }
-}
-
-/// A command the store could not commit: it lost every race, or the database failed.
-fn command_not_stored<E: Error + Send + Sync + 'static>(e: CommandError<E>) -> ApiError {
-    match e {
-        CommandError::Conflict => {
-            ApiError::Unavailable(format!("{e}; nothing was changed, retry the request"))
-        }
-        CommandError::Store(store::StoreError::Database(db)) => db.into(),
-        e => ApiError::internal(e),
-    }
+    app::vm_command_failed(vm, e).into()
 }
 
 impl From<CommandError<CatalogError>> for ApiError {
     fn from(e: CommandError<CatalogError>) -> Self {
-        match e {
-            CommandError::Rejected(e) => e.into(),
-            e => command_not_stored(e),
-        }
+        app::Error::from(e).into()
     }
 }
 
 /// A refused catalog change: unknown ids 404, duplicates 409, invalid fields 422.
 impl From<CatalogError> for ApiError {
     fn from(e: CatalogError) -> Self {
-        match e {
-            CatalogError::UnknownProvider(_) | CatalogError::UnknownTemplate(..) => {
-                ApiError::NotFound(e.to_string())
-            }
-            CatalogError::DuplicateProvider(_) | CatalogError::DuplicateTemplate(..) => {
-                ApiError::Conflict(e.to_string())
-            }
-            CatalogError::Invalid(e) => e.into(),
-        }
+        app::Error::from(e).into()
     }
 }
 

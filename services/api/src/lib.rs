@@ -10,9 +10,9 @@ mod layers;
 pub mod naic;
 mod naic_socket;
 mod network;
+pub use app::policy;
 pub mod oidc;
 mod openapi;
-pub mod policy;
 mod routes;
 mod streams;
 mod timestamps;
@@ -22,10 +22,11 @@ use std::sync::Arc;
 use axum::Router;
 use secrecy::SecretString;
 
+pub use app::network::DEFAULT_WIDEST_PREFIX;
 pub use auth::Principal;
 pub use error::ApiError;
 use extract::{AppJson, RequestId};
-pub use network::{NetworkRules, DEFAULT_WIDEST_PREFIX};
+pub use network::NetworkRules;
 pub use openapi::ApiDoc;
 pub use streams::slots::PER_CALLER as STREAMS_PER_CALLER;
 pub use streams::Hub as StreamHub;
@@ -33,22 +34,15 @@ pub use streams::Slots as StreamSlots;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub pool: store::PgPool,
-    pub bus: bus::Bus,
+    /// The use cases, and what they work with (the database, the bus, the catalog's
+    /// definitions, the policies): every face calls the same.
+    pub app: app::App,
     /// The admin token, when enabled: its holder is the built-in admin.
     pub admin_token: Option<Arc<SecretString>>,
-    pub registry: Arc<registry::Registry>,
-    pub credentials: Arc<registry::Credentials>,
-    /// The cancel cool-off a force-cancel waits for.
-    pub job_limits: domain::provisioning::JobLimits,
-    /// Checks the tokens of the callback URLs VMs are given.
-    pub callbacks: Arc<domain::callbacks::CallbackSigner>,
-    /// What `allow_ssh_from` may name, and how `me` finds the caller.
+    /// How `me` (in `allow_ssh_from`) finds the caller.
     pub network: NetworkRules,
     /// Sign-in with OpenID Connect and its bearer JWTs, when configured.
     pub oidc: Option<Arc<oidc::Oidc>>,
-    /// The Cedar policies in force: who may request what, and each user's limits.
-    pub policies: Arc<policy::Policies>,
     /// Emails made admins at their sign-in (`PROVISIONING_BOOTSTRAP_ADMINS`, lowercased).
     pub bootstrap_admins: Arc<[String]>,
     /// The NATS connection of the per-VM streams, whose subscriptions hold few messages

@@ -261,15 +261,18 @@ impl Application {
             stopping: cancel.clone(),
             slots: Arc::new(api::StreamSlots::new(config.streams_per_caller)),
             stream_nats,
-            pool,
-            bus,
-            admin_token: admin_token.map(Arc::new),
-            registry: registry.clone(),
-            credentials: credentials.clone(),
-            job_limits: config.job_limits,
-            callbacks: signer,
-            network: api::NetworkRules {
+            app: app::App {
+                pool,
+                bus,
+                registry: registry.clone(),
+                credentials: credentials.clone(),
+                job_limits: config.job_limits,
+                callbacks: signer,
                 widest_prefix: config.ssh_widest_prefix,
+                policies,
+            },
+            admin_token: admin_token.map(Arc::new),
+            network: api::NetworkRules {
                 trusted_client_ip_header: config
                     .trusted_client_ip_header
                     .as_deref()
@@ -281,7 +284,6 @@ impl Application {
                     })?,
             },
             oidc,
-            policies,
             bootstrap_admins: config.bootstrap_admins.into(),
         };
         Ok(Self {
@@ -320,19 +322,19 @@ impl Application {
     }
 
     pub fn pool(&self) -> &store::PgPool {
-        &self.state.pool
+        &self.state.app.pool
     }
 
     pub fn bus(&self) -> &bus::Bus {
-        &self.state.bus
+        &self.state.app.bus
     }
 
     pub fn registry(&self) -> &registry::Registry {
-        &self.state.registry
+        &self.state.app.registry
     }
 
     pub fn credentials(&self) -> &registry::Credentials {
-        &self.state.credentials
+        &self.state.app.credentials
     }
 
     /// Cancelling this token stops every role of the application.
@@ -347,20 +349,20 @@ impl Application {
         let cancel = self.cancel;
         let state = self.state;
         if self.roles.relay {
-            let (pool, bus) = (state.pool.clone(), state.bus.clone());
+            let (pool, bus) = (state.app.pool.clone(), state.app.bus.clone());
             roles.spawn("relay", relay::run(pool, bus, cancel.clone()));
         }
         if self.roles.projector {
             roles.spawn(
                 "projector",
-                projector::run(state.pool.clone(), cancel.clone()),
+                projector::run(state.app.pool.clone(), cancel.clone()),
             );
         }
         if self.roles.dispatcher {
             let dispatcher = Dispatcher {
                 config: self.dispatcher,
-                pool: state.pool.clone(),
-                bus: state.bus.clone(),
+                pool: state.app.pool.clone(),
+                bus: state.app.bus.clone(),
                 executor: self.executor.clone(),
                 max_runners: self.max_runners,
                 name: dispatcher_name(),
@@ -372,14 +374,14 @@ impl Application {
                 // report; its reconciler, those whose Job vanished.
                 let watcher = kubernetes.watcher(
                     Arc::new(dispatcher::BusFailures(
-                        state.bus.clone(),
+                        state.app.bus.clone(),
                         self.runner_keys.clone(),
                     )),
-                    Arc::new(dispatcher::StoreRunningJobs(state.pool.clone())),
+                    Arc::new(dispatcher::StoreRunningJobs(state.app.pool.clone())),
                 );
                 roles.spawn("kubernetes-watcher", watcher.run(cancel.clone()));
             }
-            let (pool, bus) = (state.pool.clone(), state.bus.clone());
+            let (pool, bus) = (state.app.pool.clone(), state.app.bus.clone());
             roles.spawn(
                 "job-status",
                 dispatcher::answer_job_status(pool, bus, cancel.clone()),
@@ -387,46 +389,46 @@ impl Application {
         }
         if self.roles.ingester {
             let ingester = Ingester::new(
-                state.bus.clone(),
-                state.pool.clone(),
+                state.app.bus.clone(),
+                state.app.pool.clone(),
                 self.runner_keys.clone(),
             );
             roles.spawn("ingester", ingester.run(cancel.clone()));
             let watchdog = ingester::Watchdog {
-                pool: state.pool.clone(),
+                pool: state.app.pool.clone(),
                 silence: self.job_silence,
                 executor: self.executor.clone(),
-                limits: state.job_limits,
+                limits: state.app.job_limits,
             };
             roles.spawn("watchdog", watchdog.run(cancel.clone()));
             let (every, warnings, boot_timeout) = self.sweep;
             let sweep = ingester::Sweep {
-                pool: state.pool.clone(),
+                pool: state.app.pool.clone(),
                 every,
                 warnings,
                 boot_timeout,
             };
             roles.spawn("lifecycle-sweep", sweep.run(cancel.clone()));
             let gauges = ingester::Gauges {
-                pool: state.pool.clone(),
-                bus: state.bus.clone(),
+                pool: state.app.pool.clone(),
+                bus: state.app.bus.clone(),
             };
             roles.spawn("gauges", gauges.run(cancel.clone()));
             if let Some(config) = self.drift_check {
                 let check = ingester::DriftCheck {
-                    pool: state.pool.clone(),
+                    pool: state.app.pool.clone(),
                     config,
                 };
                 roles.spawn("drift-check", check.run(cancel.clone()));
             }
         }
         if self.roles.api {
-            let policies = state.policies.clone();
+            let policies = state.app.policies.clone();
             roles.spawn("policy-reload", reload_on_sighup(policies, cancel.clone()));
         }
         if let Some(listener) = self.listener {
             // `GET /metrics` serves the platform gauges whichever replica computed them.
-            let following = ingester::gauges::follow(state.bus.clone(), cancel.clone());
+            let following = ingester::gauges::follow(state.app.bus.clone(), cancel.clone());
             roles.spawn("gauges-follower", following);
             let stop = cancel.clone();
             roles.spawn("api", async move {

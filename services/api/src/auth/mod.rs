@@ -15,44 +15,21 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
-use domain::identity::{Role, UserId};
-use domain::Actor;
+use domain::identity::UserId;
 use store::users::UserStatus;
 
 use crate::{ApiError, AppState};
 
-/// The authenticated caller of a request.
+/// The authenticated caller of a request: the application layer's [`app::Principal`], which
+/// this face finds in the request's extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub user: UserId,
-    pub email: String,
-    pub role: Role,
-    pub groups: Vec<String>,
-}
+pub struct Principal(pub app::Principal);
 
-impl Principal {
-    pub fn is_admin(&self) -> bool {
-        self.role.is_admin()
-    }
+impl std::ops::Deref for Principal {
+    type Target = app::Principal;
 
-    /// Whether the caller may see (and act on) what `owner` owns: their own, or anything
-    /// for an admin. What the caller may not see is answered as if it did not exist.
-    pub fn may_see(&self, owner: &UserId) -> bool {
-        self.is_admin() || self.user == *owner
-    }
-
-    /// Who the caller's commands name in their events: `admin` for the admin token's
-    /// holder (as before users existed), `user:<uuid>` for every user.
-    pub fn actor(&self) -> Actor {
-        match self.user {
-            UserId::BUILTIN_ADMIN => Actor::Admin,
-            user => Actor::User(user),
-        }
-    }
-
-    /// What owns the SSH keys the caller registers: the user's id.
-    pub fn owner_key(&self) -> String {
-        self.user.to_string()
+    fn deref(&self) -> &app::Principal {
+        &self.0
     }
 }
 
@@ -109,7 +86,7 @@ impl Credential {
                 Err(ApiError::Unauthorized | ApiError::BadCredential(_)) => false,
                 Err(e) => return Err(e),
             },
-            Credential::Session(id_hash) => store::sessions::find_session(&state.pool, id_hash)
+            Credential::Session(id_hash) => store::sessions::find_session(&state.app.pool, id_hash)
                 .await?
                 .is_some_and(|s| s.user_id == user.as_uuid()),
         })
@@ -190,17 +167,17 @@ fn credential(parts: &Parts) -> Result<Option<&str>, ApiError> {
 
 /// The active user `id` as a principal; 401 for a disabled or vanished user.
 async fn principal_of(state: &AppState, id: UserId) -> Result<Principal, ApiError> {
-    let user = store::users::get(&state.pool, id)
+    let user = store::users::get(&state.app.pool, id)
         .await
         .map_err(crate::error::store_failed)?
         .filter(|u| u.status == UserStatus::Active)
         .ok_or(ApiError::Unauthorized)?;
-    Ok(Principal {
+    Ok(Principal(app::Principal {
         user: user.id,
         email: user.email,
         role: user.role,
         groups: user.groups,
-    })
+    }))
 }
 
 /// Lets only admins through (after `authenticate`): 403 for other users.

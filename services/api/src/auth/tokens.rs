@@ -12,23 +12,7 @@ use time::OffsetDateTime;
 
 use crate::{ApiError, AppState};
 
-/// What every personal API token starts with.
-pub const PREFIX: &str = "pat_";
-
-/// How many characters of a token its lists show (`pat_` and 8 hex digits).
-pub const SHOWN: usize = PREFIX.len() + 8;
-
-/// A new token's secret.
-pub fn generate() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes).expect("the OS's random source works");
-    format!("{PREFIX}{}", hex::encode(bytes))
-}
-
-/// What is stored of a token.
-pub fn hash(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
+pub use app::tokens::{generate, hash, PREFIX, SHOWN};
 
 /// What tokens made through the admin token record of it: a SHA-256 with a label of its
 /// own, so it is no PAT's hash. `None` when the admin token is off.
@@ -43,7 +27,7 @@ pub fn admin_token_hash(state: &AppState) -> Option<Vec<u8>> {
 /// The live token with this hash: not revoked, not expired, and, for one made through the
 /// admin token, that admin token still set.
 pub async fn live(state: &AppState, hash: &[u8]) -> Result<Option<LiveToken>, ApiError> {
-    let Some(live) = store::api_tokens::live_by_hash(&state.pool, hash).await? else {
+    let Some(live) = store::api_tokens::live_by_hash(&state.app.pool, hash).await? else {
         return Ok(None);
     };
     if let Some(minted_with) = &live.admin_token_hash {
@@ -64,7 +48,7 @@ pub async fn user_of(state: &AppState, token: &str) -> Result<LiveToken, ApiErro
         .last_used_at
         .is_some_and(|at| OffsetDateTime::now_utc() - at < time::Duration::minutes(1));
     if !recent {
-        store::api_tokens::touch(&state.pool, live.id).await?;
+        store::api_tokens::touch(&state.app.pool, live.id).await?;
     }
     Ok(live)
 }

@@ -102,7 +102,7 @@ fn claimed_user(auth: Option<&serde_json::Value>) -> Option<String> {
 }
 
 async fn active(state: &AppState, user: UserId) -> Result<bool, ApiError> {
-    let found = store::users::get(&state.pool, user)
+    let found = store::users::get(&state.app.pool, user)
         .await
         .map_err(crate::error::store_failed)?;
     Ok(found.is_some_and(|u| u.status == UserStatus::Active))

@@ -98,7 +98,7 @@ pub async fn push(state: AppState, io: SocketIo, following: Arc<Following>) {
 /// is pushed, even if the hub's follower only starts with it (it starts from where the
 /// store is when it first reads, which may be later).
 async fn start(state: &AppState) -> Result<Follower, store::sqlx::Error> {
-    let now = store::feed::head(&state.pool).await?;
+    let now = store::feed::head(&state.app.pool).await?;
     Follower::new(&state.hub, Some(now)).await
 }
 
@@ -225,7 +225,7 @@ async fn load(state: &AppState, id: VmId, upto: u64) -> Result<Vm, store::sqlx::
         lifecycle: Lifecycle::default(),
         sequence: upto,
     };
-    for change in store::status_history(&state.pool, id, upto).await? {
+    for change in store::status_history(&state.app.pool, id, upto).await? {
         if let ProvisioningEvent::Requested { spec, .. } = &change {
             vm.owner = spec.owner;
         }

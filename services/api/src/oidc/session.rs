@@ -35,7 +35,7 @@ pub(crate) async fn user_of_session(
     oidc: &Oidc,
     id_hash: &[u8],
 ) -> Result<UserId, ApiError> {
-    let Some(session) = store::sessions::find_session(&state.pool, id_hash).await? else {
+    let Some(session) = store::sessions::find_session(&state.app.pool, id_hash).await? else {
         return Err(ApiError::Unauthorized);
     };
     if expired(&session.tokens) {
@@ -127,7 +127,7 @@ pub(crate) fn tokens_of(response: &CoreTokenResponse, previous: Option<String>) 
 /// Refreshes the session's tokens, one request at a time (the row is locked): the provider
 /// refusing ends the session; a provider that cannot be reached is a 503 and ends nothing.
 async fn refresh(state: &AppState, oidc: &Oidc, id_hash: &[u8]) -> Result<(), ApiError> {
-    let mut tx = state.pool.begin().await?;
+    let mut tx = state.app.pool.begin().await?;
     let Some(session) = store::sessions::lock_session(&mut tx, id_hash).await? else {
         return Err(ApiError::Unauthorized);
     };

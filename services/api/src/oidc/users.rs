@@ -28,7 +28,7 @@ pub(crate) async fn sign_in(
         name: profile.name,
         groups: profile.groups,
     };
-    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
+    let user = store::users::upsert_signed_in(&state.app.pool, &sign_in, &state.bootstrap_admins)
         .await
         .map_err(sign_in_failed)?;
     if user.status != UserStatus::Active {
@@ -55,7 +55,7 @@ pub(crate) async fn active_user(
     state: &AppState,
     id: UserId,
 ) -> Result<Option<StatusUser>, ApiError> {
-    let user = store::users::get(&state.pool, id)
+    let user = store::users::get(&state.app.pool, id)
         .await
         .map_err(store_failed)?;
     Ok(user
@@ -92,7 +92,7 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
         Err(e) => return Err(ApiError::BadCredential(e.to_string())),
     };
     let known =
-        store::sessions::user_by_subject(&state.pool, &oidc.issuer, &verified.subject).await?;
+        store::sessions::user_by_subject(&state.app.pool, &oidc.issuer, &verified.subject).await?;
     if let Some(id) = known {
         return Ok(Some(UserId::new(id)));
     }
@@ -115,7 +115,7 @@ pub async fn user_of_jwt(state: &AppState, token: &str) -> Result<Option<UserId>
             .map(str::to_owned),
         groups: super::claims::groups(claims, &oidc.groups_claim),
     };
-    let user = store::users::upsert_signed_in(&state.pool, &sign_in, &state.bootstrap_admins)
+    let user = store::users::upsert_signed_in(&state.app.pool, &sign_in, &state.bootstrap_admins)
         .await
         .map_err(sign_in_failed)?;
     Ok(Some(user.id))

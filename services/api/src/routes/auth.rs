@@ -90,7 +90,7 @@ pub async fn login(
     };
     let browser = login_cookie::value(oidc, &parts.headers);
     store::sessions::insert_login(
-        &state.pool,
+        &state.app.pool,
         &oidc::hash(csrf.secret()),
         &oidc::hash(&browser),
         &pending,
@@ -158,15 +158,16 @@ pub async fn callback(
                 .into(),
         )
     })?;
-    let login = store::sessions::take_login(&state.pool, &oidc::hash(&csrf), &oidc::hash(&browser))
-        .await?
-        .ok_or_else(|| {
-            ApiError::BadRequest(
-                "unknown, expired or used state, or one another browser asked for: start the \
+    let login =
+        store::sessions::take_login(&state.app.pool, &oidc::hash(&csrf), &oidc::hash(&browser))
+            .await?
+            .ok_or_else(|| {
+                ApiError::BadRequest(
+                    "unknown, expired or used state, or one another browser asked for: start the \
                  sign-in again"
-                    .into(),
-            )
-        })?;
+                        .into(),
+                )
+            })?;
     if let Some(error) = query.error {
         return Err(ApiError::Forbidden(format!(
             "the OpenID provider did not sign you in: {error}"
@@ -237,7 +238,7 @@ pub async fn callback(
     let tokens = session::tokens_of(&response, None);
     let expires_at = OffsetDateTime::now_utc() + oidc::SESSION_TTL;
     store::sessions::insert_session(
-        &state.pool,
+        &state.app.pool,
         &oidc::hash(&id),
         user.as_uuid(),
         &tokens,
@@ -322,7 +323,7 @@ pub async fn logout(State(state): State<AppState>, parts: Parts) -> Result<Respo
     let mut end_session_url = None;
     if let Some(id) = session::session_id(&parts.headers) {
         session::check_origin(oidc, &parts.headers)?;
-        let ended = store::sessions::delete_session(&state.pool, &oidc::hash(&id)).await?;
+        let ended = store::sessions::delete_session(&state.app.pool, &oidc::hash(&id)).await?;
         end_session_url = oidc.end_session.as_ref().map(|endpoint| {
             let mut url = endpoint.clone();
             {

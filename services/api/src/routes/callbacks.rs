@@ -51,6 +51,7 @@ pub async fn callback(
 ) -> Result<StatusCode, ApiError> {
     let unknown = || ApiError::NotFound("no such callback".into());
     let claims = state
+        .app
         .callbacks
         .verify(&token, OffsetDateTime::now_utc())
         .ok_or_else(unknown)?;
@@ -61,7 +62,7 @@ pub async fn callback(
         report,
     };
     let metadata = store::Metadata::new(store::Actor::Vm, request_id.as_str().to_owned());
-    store::execute::<Provisioning>(&state.pool, claims.vm, command, &metadata)
+    store::execute::<Provisioning>(&state.app.pool, claims.vm, command, &metadata)
         .await
         .map_err(|e| vm_command_failed(claims.vm, e))?;
     Ok(StatusCode::NO_CONTENT)

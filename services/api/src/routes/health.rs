@@ -49,10 +49,10 @@ pub async fn get_health() -> Json<HealthOut> {
 ))]
 pub async fn get_ready(State(state): State<AppState>) -> Result<Json<HealthOut>, ApiError> {
     store::sqlx::query("SELECT 1")
-        .execute(&state.pool)
+        .execute(&state.app.pool)
         .await
         .map_err(|_| ApiError::Unavailable("Postgres is not reachable".into()))?;
-    if state.bus.client.connection_state() != bus::async_nats::connection::State::Connected {
+    if state.app.bus.client.connection_state() != bus::async_nats::connection::State::Connected {
         return Err(ApiError::Unavailable("NATS is not reachable".into()));
     }
     Ok(Json(HealthOut { status: "ok" }))

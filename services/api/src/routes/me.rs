@@ -83,10 +83,10 @@ impl From<Usage> for UsageOut {
     responses((status = 200, body = MeOut), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn get_me(
     State(state): State<AppState>,
-    principal: Principal,
+    Principal(principal): Principal,
 ) -> Result<Json<MeOut>, ApiError> {
-    let limits = state.policies.book().limits(&principal);
-    let usage = crate::policy::usage_of(&state, principal.user).await?;
+    let limits = state.app.policies.book().limits(&principal);
+    let usage = crate::policy::usage_of(&state.app, principal.user).await?;
     Ok(Json(MeOut {
         id: principal.user.as_uuid(),
         email: principal.email,

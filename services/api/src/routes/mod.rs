@@ -10,10 +10,29 @@ pub mod ssh_keys;
 pub mod tokens;
 pub mod vms;
 
+use axum::extract::FromRequestParts;
+
 use crate::auth::Principal;
 
-/// Who did it and in which request: the caller ([`Principal::actor`]), and the request's
-/// id (the caller's `X-Request-ID` or a new one).
-pub(crate) fn metadata(principal: &Principal, request_id: &crate::RequestId) -> store::Metadata {
-    store::Metadata::new(principal.actor(), request_id.as_str().to_owned())
+/// The caller of a use case, as this face finds it: the authenticated principal, the
+/// request's id (recorded as the correlation id) and the client's address.
+pub(crate) struct AppCaller(pub app::Caller);
+
+impl FromRequestParts<crate::AppState> for AppCaller {
+    type Rejection = crate::ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &crate::AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Principal(principal) = Principal::from_request_parts(parts, state).await?;
+        let request_id = crate::RequestId::from_request_parts(parts, state).await?;
+        let Ok(crate::network::ClientAddr(client_addr)) =
+            crate::network::ClientAddr::from_request_parts(parts, state).await;
+        Ok(AppCaller(app::Caller {
+            principal,
+            request_id: request_id.0,
+            client_addr,
+        }))
+    }
 }

@@ -59,13 +59,13 @@ pub struct TemplateOut {
 pub async fn list_providers(
     State(state): State<AppState>,
 ) -> Result<Json<Vec<ProviderOut>>, ApiError> {
-    let rows = store::catalog::providers(&state.pool).await?;
+    let rows = store::catalog::providers(&state.app.pool).await?;
     Ok(Json(
         rows.into_iter()
             .filter_map(|p| {
-                let def = state.registry.provider(&p.id)?;
+                let def = state.app.registry.provider(&p.id)?;
                 let enabled = p.enabled && def.enabled;
-                let credentials_present = state.credentials.present(def);
+                let credentials_present = state.app.credentials.present(def);
                 Some(ProviderOut {
                     id: p.id,
                     name: p.name,
@@ -82,14 +82,7 @@ pub async fn list_providers(
 /// Whether users may request VMs of the provider: enabled in the catalog and in the
 /// registry, with every credential present.
 pub(crate) async fn available(state: &AppState, provider: &ProviderId) -> Result<bool, ApiError> {
-    let Some(row) = store::catalog::provider(&state.pool, provider).await? else {
-        return Ok(false);
-    };
-    Ok(row.enabled
-        && state
-            .registry
-            .provider(provider.as_str())
-            .is_some_and(|def| def.enabled && state.credentials.present(def)))
+    Ok(state.app.provider_available(provider).await?)
 }
 
 /// The enabled templates of a provider; none while the provider is disabled or lacks
@@ -105,13 +98,16 @@ pub async fn list_templates(
 ) -> Result<Json<Vec<TemplateOut>>, ApiError> {
     let not_found = || ApiError::NotFound(format!("no provider {provider:?}"));
     let id = ProviderId::parse(&provider).map_err(|_| not_found())?;
-    if store::catalog::provider(&state.pool, &id).await?.is_none() {
+    if store::catalog::provider(&state.app.pool, &id)
+        .await?
+        .is_none()
+    {
         return Err(not_found());
     }
     if !available(&state, &id).await? {
         return Ok(Json(vec![]));
     }
-    let rows = store::catalog::templates(&state.pool, &id).await?;
+    let rows = store::catalog::templates(&state.app.pool, &id).await?;
     Ok(Json(
         rows.into_iter()
             .map(|t| TemplateOut {

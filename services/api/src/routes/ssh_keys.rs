@@ -9,12 +9,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use domain::provisioning::{SshKeyName, SshPublicKey};
 use serde::{Deserialize, Serialize};
-use ssh_key::rand_core::OsRng;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::auth::Principal;
+use crate::routes::AppCaller;
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -99,12 +99,12 @@ impl From<store::ssh_keys::SshKeyRow> for SshKeyOut {
 #[tracing::instrument(skip_all)]
 pub async fn add_ssh_key(
     State(state): State<AppState>,
-    owner: Principal,
+    AppCaller(caller): AppCaller,
     AppJson(input): AppJson<SshKeyIn>,
 ) -> Result<(StatusCode, Json<SshKeyOut>), ApiError> {
     let name = SshKeyName::parse(&input.name)?;
     let key = SshPublicKey::parse_field("public_key", &input.public_key)?;
-    let row = register(&state, &owner, &name, &key).await?;
+    let row = state.app.add_ssh_key(&caller, &name, &key).await?;
     Ok((StatusCode::CREATED, Json(row.into())))
 }
 
@@ -120,22 +120,14 @@ pub async fn add_ssh_key(
 #[tracing::instrument(skip_all)]
 pub async fn generate_ssh_key(
     State(state): State<AppState>,
-    owner: Principal,
+    AppCaller(caller): AppCaller,
     AppJson(input): AppJson<GenerateSshKeyIn>,
 ) -> Result<Response, ApiError> {
     let name = SshKeyName::parse(&input.name)?;
-    // ssh-key's errors say what failed without any key material.
-    let failed = |e: ssh_key::Error| ApiError::internal(format!("could not make a key pair: {e}"));
-    let mut pair =
-        ssh_key::PrivateKey::random(&mut OsRng, ssh_key::Algorithm::Ed25519).map_err(failed)?;
-    pair.set_comment(name.as_str());
-    let public = pair.public_key().to_openssh().map_err(failed)?;
-    let key = SshPublicKey::parse_field("public_key", &public).map_err(ApiError::internal)?;
-    let private_key = pair.to_openssh(ssh_key::LineEnding::LF).map_err(failed)?;
-    let row = register(&state, &owner, &name, &key).await?;
+    let generated = state.app.generate_ssh_key(&caller, &name).await?;
     let body = GeneratedSshKeyOut {
-        private_key: private_key.to_string(),
-        key: row.into(),
+        private_key: generated.private_key,
+        key: generated.key.into(),
     };
     let mut response = (StatusCode::CREATED, Json(body)).into_response();
     // No cache on the way may keep the one copy of the private key.
@@ -143,29 +135,6 @@ pub async fn generate_ssh_key(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
-}
-
-async fn register(
-    state: &AppState,
-    owner: &Principal,
-    name: &SshKeyName,
-    key: &SshPublicKey,
-) -> Result<store::ssh_keys::SshKeyRow, ApiError> {
-    let pool = &state.pool;
-    if let Some(row) = store::ssh_keys::insert(pool, &owner.owner_key(), name.as_str(), key).await?
-    {
-        return Ok(row);
-    }
-    let fingerprint = key.fingerprint();
-    let existing = store::ssh_keys::by_fingerprint(pool, &owner.owner_key(), &fingerprint).await?;
-    Err(ApiError::Conflict(match existing {
-        Some(row) => format!(
-            "the key {fingerprint} is registered already, as {:?} (id {})",
-            row.name, row.id
-        ),
-        // Deleted since: a retry registers it.
-        None => format!("the key {fingerprint} was being registered at the same time"),
-    }))
 }
 
 /// The caller's registered keys, oldest first.
@@ -176,7 +145,7 @@ pub async fn list_ssh_keys(
     State(state): State<AppState>,
     owner: Principal,
 ) -> Result<Json<Vec<SshKeyOut>>, ApiError> {
-    let rows = store::ssh_keys::list(&state.pool, &owner.owner_key()).await?;
+    let rows = state.app.ssh_keys(&owner).await?;
     Ok(Json(rows.into_iter().map(SshKeyOut::from).collect()))
 }
 
@@ -191,10 +160,7 @@ pub async fn get_ssh_key(
     Path(id): Path<String>,
 ) -> Result<Json<SshKeyOut>, ApiError> {
     let id = parse_key_id(&id)?;
-    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no SSH key {id}")))?;
-    Ok(Json(row.into()))
+    Ok(Json(state.app.ssh_key(&owner, id).await?.into()))
 }
 
 /// Removes a registered key. VMs created with it keep it: their requests hold a copy.
@@ -205,38 +171,14 @@ pub async fn get_ssh_key(
 #[tracing::instrument(skip_all, fields(key_id = %id))]
 pub async fn delete_ssh_key(
     State(state): State<AppState>,
-    owner: Principal,
+    AppCaller(caller): AppCaller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = parse_key_id(&id)?;
-    match store::ssh_keys::delete(&state.pool, &owner.owner_key(), id).await? {
-        true => Ok(StatusCode::NO_CONTENT),
-        false => Err(ApiError::NotFound(format!("no SSH key {id}"))),
-    }
+    state.app.delete_ssh_key(&caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 fn parse_key_id(id: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(id).map_err(|_| ApiError::NotFound(format!("no SSH key {id:?}: ids are UUIDs")))
-}
-
-/// The public key of the caller's registered key `id` (the text of an `ssh_key_id`), for a
-/// VM request. Unknown, another owner's, or no longer acceptable: a 422 naming `ssh_key_id`.
-pub(crate) async fn registered_key(
-    state: &AppState,
-    owner: &Principal,
-    id: &str,
-) -> Result<SshPublicKey, ApiError> {
-    let invalid = |reason: String| ApiError::Invalid {
-        field: "ssh_key_id".into(),
-        reason,
-    };
-    let uuid = Uuid::parse_str(id).map_err(|_| {
-        invalid(format!(
-            "{id:?} is not a key id (a UUID from /api/v1/ssh-keys)"
-        ))
-    })?;
-    let row = store::ssh_keys::get(&state.pool, &owner.owner_key(), uuid)
-        .await?
-        .ok_or_else(|| invalid(format!("no SSH key {uuid} is registered")))?;
-    Ok(SshPublicKey::parse_field("ssh_key_id", &row.public_key)?)
 }

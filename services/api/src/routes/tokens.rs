@@ -18,6 +18,7 @@ use uuid::Uuid;
 use store::api_tokens::Minted;
 
 use crate::auth::{jwt, tokens, Credential, Principal};
+use crate::routes::AppCaller;
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -92,48 +93,28 @@ impl From<store::api_tokens::ApiTokenRow> for TokenOut {
         (status = 401, body = crate::error::ErrorBody),
         (status = 422, description = "A field is invalid (`detail` names it)", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(user = %principal.user))]
+#[tracing::instrument(skip_all)]
 pub async fn create_token(
     State(state): State<AppState>,
-    principal: Principal,
+    AppCaller(caller): AppCaller,
     credential: Credential,
     AppJson(input): AppJson<TokenIn>,
 ) -> Result<(StatusCode, Json<CreatedTokenOut>), ApiError> {
     // The same rule as an SSH key's name.
     let name = domain::provisioning::SshKeyName::parse(&input.name)?;
-    if input
-        .expires_at
-        .is_some_and(|at| at <= OffsetDateTime::now_utc())
-    {
-        return Err(ApiError::Invalid {
-            field: "expires_at".into(),
-            reason: "must be in the future".into(),
-        });
-    }
     let admin_token_hash = tokens::admin_token_hash(&state);
-    let minted = minted_with(&credential, admin_token_hash.as_deref());
-    // No later than the credential that makes it, when that one expires.
-    let expires_at = match (input.expires_at, expires_at_of(&credential)) {
-        (Some(asked), Some(limit)) => Some(asked.min(limit)),
-        (asked, limit) => asked.or(limit),
+    let new = app::tokens::NewToken {
+        name,
+        expires_at: input.expires_at,
+        minted: minted_with(&credential, admin_token_hash.as_deref()),
+        credential_expires_at: expires_at_of(&credential),
     };
-    let secret = tokens::generate();
-    let row = store::api_tokens::insert_minted(
-        &state.pool,
-        principal.user,
-        name.as_str(),
-        &secret[..tokens::SHOWN],
-        &tokens::hash(&secret),
-        expires_at,
-        &minted,
-    )
-    .await?;
-    tracing::info!(token = %row.id, "personal API token made");
+    let created = state.app.create_token(&caller, new).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedTokenOut {
-            token: secret,
-            info: row.into(),
+            token: created.secret,
+            info: created.token.into(),
         }),
     ))
 }
@@ -176,7 +157,7 @@ pub async fn list_tokens(
     State(state): State<AppState>,
     principal: Principal,
 ) -> Result<Json<Vec<TokenOut>>, ApiError> {
-    let rows = store::api_tokens::list(&state.pool, principal.user).await?;
+    let rows = state.app.tokens(&principal).await?;
     Ok(Json(rows.into_iter().map(TokenOut::from).collect()))
 }
 
@@ -189,18 +170,14 @@ pub async fn list_tokens(
         (status = 401, body = crate::error::ErrorBody),
         (status = 404, description = "The caller has no such token", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(user = %principal.user, token = %id))]
+#[tracing::instrument(skip_all, fields(token = %id))]
 pub async fn delete_token(
     State(state): State<AppState>,
-    principal: Principal,
+    AppCaller(caller): AppCaller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     // Not a token id: no such token either.
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound(format!("no token {id}")))?;
-    if store::api_tokens::revoke(&state.pool, principal.user, id).await? {
-        tracing::info!("personal API token revoked");
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(format!("no token {id}")))
-    }
+    state.app.revoke_token(&caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

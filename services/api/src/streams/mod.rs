@@ -93,7 +93,7 @@ pub async fn resume_cursor(
         // From the first event.
         return Ok(Some(store::feed::Cursor::default()));
     }
-    store::feed::cursor_of(&state.pool, position)
+    store::feed::cursor_of(&state.app.pool, position)
         .await?
         .map(Some)
         .ok_or_else(unknown)

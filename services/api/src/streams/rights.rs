@@ -71,7 +71,7 @@ pub async fn lost(state: &AppState, caller: &Caller) -> Result<Option<Lost>, cra
     if !caller.credential.still_valid(state, user).await? {
         return Ok(Some(Lost::CredentialRevoked));
     }
-    let now = store::users::get(&state.pool, user)
+    let now = store::users::get(&state.app.pool, user)
         .await
         .map_err(crate::error::store_failed)?;
     Ok(match now {

@@ -38,6 +38,7 @@ mod oidc_login_binding;
 mod oidc_provider;
 mod oidc_tokens;
 mod outage;
+mod own_writes;
 mod poison;
 mod policies;
 mod private_nats;

@@ -124,9 +124,9 @@ pub async fn list_audit(
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Json<AuditPage>, ApiError> {
     let query = audit_query(&params, true)?;
-    let horizon = store::feed::horizon(&state.pool).await?;
+    let horizon = store::feed::horizon(&state.app.pool).await?;
     let start = Start::Position(query.after);
-    let rows = store::audit::page(&state.pool, &query.filter, start, horizon, query.limit)
+    let rows = store::audit::page(&state.app.pool, &query.filter, start, horizon, query.limit)
         .await
         .map_err(audit_error)?;
     let next = rows.last().map(|e| e.position);
@@ -158,10 +158,10 @@ pub async fn export_audit(
 ) -> Result<Response, ApiError> {
     let query = audit_query(&params, true)?;
     let slot = state.slots.take(principal.user)?;
-    let horizon = store::feed::horizon(&state.pool).await?;
+    let horizon = store::feed::horizon(&state.app.pool).await?;
     // The start is checked now, so a wrong one is a 422 rather than a cut stream.
     let first = store::audit::page(
-        &state.pool,
+        &state.app.pool,
         &query.filter,
         Start::Position(query.after),
         horizon,
@@ -169,7 +169,7 @@ pub async fn export_audit(
     )
     .await
     .map_err(audit_error)?;
-    let pool = state.pool.clone();
+    let pool = state.app.pool.clone();
     let filter = query.filter;
     let pages = futures::stream::unfold(Some(first), move |page| {
         let (pool, filter) = (pool.clone(), filter.clone());

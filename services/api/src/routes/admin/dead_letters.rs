@@ -82,7 +82,7 @@ pub async fn list_dead_letters(
     Query(query): Query<DeadLetterQuery>,
 ) -> Result<Json<Vec<DeadLetterOut>>, ApiError> {
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-    let letters = store::dead_letters::list(&state.pool, query.all, limit).await?;
+    let letters = store::dead_letters::list(&state.app.pool, query.all, limit).await?;
     Ok(Json(letters.into_iter().map(DeadLetterOut::from).collect()))
 }
 
@@ -97,7 +97,7 @@ pub async fn replay_dead_letter(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<(StatusCode, Json<DeadLetterOut>), ApiError> {
-    match store::dead_letters::request_replay(&state.pool, id).await? {
+    match store::dead_letters::request_replay(&state.app.pool, id).await? {
         Some(letter) => Ok((StatusCode::ACCEPTED, Json(letter.into()))),
         None => Err(ApiError::NotFound(format!(
             "no unresolved dead letter {id}"

@@ -21,17 +21,13 @@ pub use user_tokens::*;
 pub use users::*;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use domain::catalog::{Catalog, CatalogCommand};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::answers::Answered;
 use crate::routes::events::{EventOut, Page};
-use crate::routes::metadata;
-use crate::{ApiError, AppState, RequestId};
+use crate::{ApiError, AppState};
 
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
@@ -71,7 +67,8 @@ pub async fn list_catalog_events(
     State(state): State<AppState>,
     Query(page): Query<Page>,
 ) -> Result<Json<Vec<EventOut>>, ApiError> {
-    let events = store::catalog::catalog_events(&state.pool, page.after()?, page.limit()).await?;
+    let events =
+        store::catalog::catalog_events(&state.app.pool, page.after()?, page.limit()).await?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
 }
 
@@ -80,28 +77,4 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
         field: field.into(),
         reason: reason.into(),
     }
-}
-
-/// Executes `commands` in order as the caller, all or nothing, and returns what they stored
-/// and the catalog after them: the answer is built from that, never from the tables (which
-/// the projector may not have caught up yet). A refusal is answered as `error.rs` says:
-/// unknown ids 404, duplicates 409, invalid fields 422.
-async fn execute(
-    state: &AppState,
-    principal: &crate::auth::Principal,
-    request_id: &RequestId,
-    commands: Vec<CatalogCommand>,
-) -> Result<store::Committed<Catalog>, ApiError> {
-    let metadata = metadata(principal, request_id);
-    Ok(store::catalog::execute(&state.pool, commands, &metadata).await?)
-}
-
-/// The answer to a committed admin command: `body` with the position of the command's last
-/// event, so a GET that sends it back (`?min_position=`) shows the change.
-fn answered(
-    status: StatusCode,
-    body: &impl serde::Serialize,
-    committed: &store::Committed<Catalog>,
-) -> Answered {
-    Answered::new(status, body, committed.last_position())
 }

@@ -44,11 +44,11 @@ pub struct DenialsOut {
         (status = 422, description = "The policies are invalid (`detail` says where); the old ones stay", body = crate::error::ErrorBody),
     ))]
 pub async fn reload_policies(State(state): State<AppState>) -> Result<Json<PoliciesOut>, ApiError> {
-    match state.policies.reload() {
+    match state.app.policies.reload() {
         Ok(policies) => {
             tracing::info!(policies, "policies reloaded");
             Ok(Json(PoliciesOut {
-                source: state.policies.source(),
+                source: state.app.policies.source(),
                 policies,
             }))
         }
@@ -68,7 +68,7 @@ pub async fn reload_policies(State(state): State<AppState>) -> Result<Json<Polic
     responses((status = 200, body = DenialsOut),
         (status = 403, description = "Not an admin", body = crate::error::ErrorBody)))]
 pub async fn list_policy_denials(State(state): State<AppState>) -> Json<DenialsOut> {
-    let by_policy = state.policies.denials();
+    let by_policy = state.app.policies.denials();
     Json(DenialsOut {
         total: by_policy.values().sum(),
         by_policy,

@@ -1,18 +1,19 @@
 //! `/api/v1/admin/providers`: every provider, disabled ones included, and changing them.
 
+use app::catalog::{NewProvider, ProviderChanges};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
-use domain::catalog::{Catalog, CatalogCommand, ProviderSpec};
+use domain::catalog::ProviderSpec;
 use domain::provisioning::ProviderId;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{answered, execute, invalid, OrderIn};
+use super::{invalid, OrderIn};
 use crate::answers::Answered;
-use crate::auth::Principal;
-use crate::{ApiError, AppJson, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -91,7 +92,7 @@ pub struct UpdateProviderIn {
 pub async fn list_all_providers(
     State(state): State<AppState>,
 ) -> Result<Json<Vec<AdminProviderOut>>, ApiError> {
-    let rows = store::catalog::all_providers(&state.pool).await?;
+    let rows = store::catalog::all_providers(&state.app.pool).await?;
     Ok(Json(rows.into_iter().map(AdminProviderOut::from).collect()))
 }
 
@@ -106,30 +107,18 @@ pub async fn list_all_providers(
     ))]
 pub async fn create_provider(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     AppJson(input): AppJson<CreateProviderIn>,
 ) -> Result<Answered, ApiError> {
-    let id = ProviderId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
-    let sort_order = match input.sort_order {
-        Some(s) => s,
-        None => next_sort_order(&state).await?,
-    };
-    let spec = ProviderSpec {
-        id: id.clone(),
+    let new = NewProvider {
+        id: ProviderId::parse(&input.id).map_err(|e| invalid("id", e.reason))?,
         name: input.name,
-        enabled: input.enabled.unwrap_or(true),
-        sort_order,
+        enabled: input.enabled,
+        sort_order: input.sort_order,
     };
-    let committed = execute(
-        &state,
-        &principal,
-        &request_id,
-        vec![CatalogCommand::CreateProvider(spec)],
-    )
-    .await?;
-    let out = provider_out(&committed.state, &id)?;
-    Ok(answered(StatusCode::CREATED, &out, &committed))
+    let changed = state.app.create_provider(&caller, new).await?;
+    let out = AdminProviderOut::from(&changed.value);
+    Ok(Answered::new(StatusCode::CREATED, &out, changed.position))
 }
 
 /// Changes a provider's name, order or whether it is enabled.
@@ -145,29 +134,19 @@ pub async fn create_provider(
 #[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn update_provider(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     Path(provider): Path<String>,
     AppJson(input): AppJson<UpdateProviderIn>,
 ) -> Result<Answered, ApiError> {
     let id = path_id(&provider)?;
-    let mut commands = vec![];
-    if input.name.is_some() || input.sort_order.is_some() {
-        commands.push(CatalogCommand::UpdateProvider {
-            id: id.clone(),
-            name: input.name,
-            sort_order: input.sort_order,
-        });
-    }
-    if let Some(enabled) = input.enabled {
-        commands.push(CatalogCommand::SetProviderEnabled {
-            id: id.clone(),
-            enabled,
-        });
-    }
-    let committed = execute(&state, &principal, &request_id, commands).await?;
-    let out = provider_out(&committed.state, &id)?;
-    Ok(answered(StatusCode::OK, &out, &committed))
+    let changes = ProviderChanges {
+        name: input.name,
+        sort_order: input.sort_order,
+        enabled: input.enabled,
+    };
+    let changed = state.app.update_provider(&caller, id, changes).await?;
+    let out = AdminProviderOut::from(&changed.value);
+    Ok(Answered::new(StatusCode::OK, &out, changed.position))
 }
 
 /// Orders the providers: `ids` lists every provider once; each gets its position (from 1)
@@ -181,8 +160,7 @@ pub async fn update_provider(
     ))]
 pub async fn reorder_providers(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     AppJson(input): AppJson<OrderIn>,
 ) -> Result<Answered, ApiError> {
     let ids = input
@@ -190,39 +168,12 @@ pub async fn reorder_providers(
         .iter()
         .map(|id| ProviderId::parse(id).map_err(|e| invalid("ids", e.reason)))
         .collect::<Result<_, _>>()?;
-    let committed = execute(
-        &state,
-        &principal,
-        &request_id,
-        vec![CatalogCommand::ReorderProviders { ids }],
-    )
-    .await?;
-    let mut providers: Vec<&ProviderSpec> = committed.state.providers().collect();
-    providers.sort_by(|a, b| (a.sort_order, a.id.as_str()).cmp(&(b.sort_order, b.id.as_str())));
-    let out: Vec<AdminProviderOut> = providers.into_iter().map(AdminProviderOut::from).collect();
-    Ok(answered(StatusCode::OK, &out, &committed))
+    let changed = state.app.reorder_providers(&caller, ids).await?;
+    let out: Vec<AdminProviderOut> = changed.value.iter().map(AdminProviderOut::from).collect();
+    Ok(Answered::new(StatusCode::OK, &out, changed.position))
 }
 
 /// A provider id from the path; one that cannot exist is simply not found.
 fn path_id(provider: &str) -> Result<ProviderId, ApiError> {
     ProviderId::parse(provider).map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))
-}
-
-async fn next_sort_order(state: &AppState) -> Result<i32, ApiError> {
-    let rows = store::catalog::all_providers(&state.pool).await?;
-    Ok(rows
-        .iter()
-        .map(|p| p.sort_order)
-        .max()
-        .unwrap_or(0)
-        .saturating_add(1))
-}
-
-/// The provider as the catalog shows it after a command.
-fn provider_out(catalog: &Catalog, id: &ProviderId) -> Result<AdminProviderOut, ApiError> {
-    catalog
-        .providers()
-        .find(|p| p.id == *id)
-        .map(AdminProviderOut::from)
-        .ok_or_else(|| ApiError::NotFound(format!("no provider {:?}", id.as_str())))
 }

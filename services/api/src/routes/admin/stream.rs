@@ -157,7 +157,7 @@ async fn learn_providers(
     if unknown.is_empty() {
         return Ok(());
     }
-    for row in store::views::get_many(&state.pool, &unknown).await? {
+    for row in store::views::get_many(&state.app.pool, &unknown).await? {
         providers.insert(row.id.to_string(), row.provider);
     }
     Ok(())

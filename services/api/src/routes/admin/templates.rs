@@ -1,18 +1,19 @@
 //! `/api/v1/admin/templates`: every template, disabled ones included, and changing them.
 
+use app::catalog::NewTemplate;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, put};
 use axum::{Json, Router};
-use domain::catalog::{present, Catalog, CatalogCommand, TemplateChanges, TemplateSpec};
+use domain::catalog::{present, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{answered, execute, invalid, OrderIn};
+use super::{invalid, OrderIn};
 use crate::answers::Answered;
-use crate::auth::Principal;
-use crate::{ApiError, AppJson, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -194,8 +195,10 @@ pub async fn list_all_templates(
     let rows = match query.provider.as_deref().map(ProviderId::parse) {
         // No provider has an id the domain refuses.
         Some(Err(_)) => vec![],
-        Some(Ok(provider)) => store::catalog::all_templates(&state.pool, Some(&provider)).await?,
-        None => store::catalog::all_templates(&state.pool, None).await?,
+        Some(Ok(provider)) => {
+            store::catalog::all_templates(&state.app.pool, Some(&provider)).await?
+        }
+        None => store::catalog::all_templates(&state.app.pool, None).await?,
     };
     Ok(Json(rows.into_iter().map(AdminTemplateOut::from).collect()))
 }
@@ -211,60 +214,28 @@ pub async fn list_all_templates(
     ))]
 pub async fn create_template(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     AppJson(input): AppJson<CreateTemplateIn>,
 ) -> Result<Answered, ApiError> {
-    let provider = ProviderId::parse(&input.provider)?;
-    let id = TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?;
-    // A new template of a provider the registry cannot run starts disabled.
-    let enabled = match input.enabled {
-        Some(true) => runnable(&state, &provider).map(|()| true)?,
-        Some(false) => false,
-        None => runnable(&state, &provider).is_ok(),
-    };
-    let sort_order = match input.sort_order {
-        Some(s) => s,
-        None => {
-            let rows = store::catalog::all_templates(&state.pool, Some(&provider)).await?;
-            let last = rows.iter().map(|t| t.sort_order).max().unwrap_or(0);
-            last.saturating_add(1)
-        }
-    };
-    let spec = TemplateSpec {
-        provider: provider.clone(),
-        id: id.clone(),
+    let new = NewTemplate {
+        provider: ProviderId::parse(&input.provider)?,
+        id: TemplateId::parse(&input.id).map_err(|e| invalid("id", e.reason))?,
         name: input.name,
-        description: input.description.unwrap_or_default(),
+        description: input.description,
         flavor_name: input.flavor_name,
         image_name: input.image_name,
-        username: input.username.unwrap_or_else(|| "ubuntu".to_owned()),
+        username: input.username,
         cpu: input.cpu,
         ram_gb: input.ram_gb,
         storage_gb: input.storage_gb,
         gpu: input.gpu,
-        tags: input.tags.unwrap_or_default(),
-        enabled,
-        sort_order,
+        tags: input.tags,
+        enabled: input.enabled,
+        sort_order: input.sort_order,
     };
-    let committed = execute(
-        &state,
-        &principal,
-        &request_id,
-        vec![CatalogCommand::CreateTemplate(spec)],
-    )
-    .await
-    .map_err(|e| match e {
-        // The provider is a field of the body here, not the resource of the path; it is
-        // all that a new template can fail to find.
-        ApiError::NotFound(_) => invalid(
-            "provider",
-            format!("{:?} does not exist", provider.as_str()),
-        ),
-        other => other,
-    })?;
-    let out = template_out(&committed.state, &provider, &id)?;
-    Ok(answered(StatusCode::CREATED, &out, &committed))
+    let changed = state.app.create_template(&caller, new).await?;
+    let out = AdminTemplateOut::from(&changed.value);
+    Ok(Answered::new(StatusCode::CREATED, &out, changed.position))
 }
 
 /// Changes a template's fields or whether it is enabled.
@@ -281,17 +252,13 @@ pub async fn create_template(
 #[tracing::instrument(skip_all, fields(provider = %provider, template = %template))]
 pub async fn update_template(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     Path((provider, template)): Path<(String, String)>,
     AppJson(input): AppJson<UpdateTemplateIn>,
 ) -> Result<Answered, ApiError> {
     let not_found = || ApiError::NotFound(format!("no template {template:?} of {provider:?}"));
     let provider_id = ProviderId::parse(&provider).map_err(|_| not_found())?;
     let id = TemplateId::parse(&template).map_err(|_| not_found())?;
-    if input.enabled == Some(true) {
-        runnable(&state, &provider_id)?;
-    }
     let changes = TemplateChanges {
         name: input.name,
         description: input.description,
@@ -305,24 +272,12 @@ pub async fn update_template(
         tags: input.tags,
         sort_order: input.sort_order,
     };
-    let mut commands = vec![];
-    if !changes.is_empty() {
-        commands.push(CatalogCommand::UpdateTemplate {
-            provider: provider_id.clone(),
-            id: id.clone(),
-            changes,
-        });
-    }
-    if let Some(enabled) = input.enabled {
-        commands.push(CatalogCommand::SetTemplateEnabled {
-            provider: provider_id.clone(),
-            id: id.clone(),
-            enabled,
-        });
-    }
-    let committed = execute(&state, &principal, &request_id, commands).await?;
-    let out = template_out(&committed.state, &provider_id, &id)?;
-    Ok(answered(StatusCode::OK, &out, &committed))
+    let changed = state
+        .app
+        .update_template(&caller, provider_id, id, changes, input.enabled)
+        .await?;
+    let out = AdminTemplateOut::from(&changed.value);
+    Ok(Answered::new(StatusCode::OK, &out, changed.position))
 }
 
 /// Orders a provider's templates: `ids` lists each of them once; each gets its position
@@ -339,8 +294,7 @@ pub async fn update_template(
 #[tracing::instrument(skip_all, fields(provider = %provider))]
 pub async fn reorder_templates(
     State(state): State<AppState>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     Path(provider): Path<String>,
     AppJson(input): AppJson<OrderIn>,
 ) -> Result<Answered, ApiError> {
@@ -351,52 +305,10 @@ pub async fn reorder_templates(
         .iter()
         .map(|id| TemplateId::parse(id).map_err(|e| invalid("ids", e.reason)))
         .collect::<Result<_, _>>()?;
-    let command = CatalogCommand::ReorderTemplates {
-        provider: provider_id.clone(),
-        ids,
-    };
-    let committed = execute(&state, &principal, &request_id, vec![command]).await?;
-    let mut templates: Vec<&TemplateSpec> = committed
-        .state
-        .templates()
-        .filter(|t| t.provider == provider_id)
-        .collect();
-    templates.sort_by(|a, b| (a.sort_order, a.id.as_str()).cmp(&(b.sort_order, b.id.as_str())));
-    let out: Vec<AdminTemplateOut> = templates.into_iter().map(AdminTemplateOut::from).collect();
-    Ok(answered(StatusCode::OK, &out, &committed))
-}
-
-/// The template as the catalog shows it after a command.
-fn template_out(
-    catalog: &Catalog,
-    provider: &ProviderId,
-    id: &TemplateId,
-) -> Result<AdminTemplateOut, ApiError> {
-    catalog
-        .templates()
-        .find(|t| t.provider == *provider && t.id == *id)
-        .map(AdminTemplateOut::from)
-        .ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "no template {:?} of {:?}",
-                id.as_str(),
-                provider.as_str()
-            ))
-        })
-}
-
-/// Refuses to enable a template whose provider the registry does not have, or disables:
-/// the daemon would refuse to start with it.
-fn runnable(state: &AppState, provider: &ProviderId) -> Result<(), ApiError> {
-    match state.registry.provider(provider.as_str()) {
-        Some(p) if p.enabled => Ok(()),
-        _ => Err(invalid(
-            "enabled",
-            format!(
-                "provider {:?} is not enabled in the provider registry (hcl/providers.toml); \
-                 its templates stay disabled",
-                provider.as_str()
-            ),
-        )),
-    }
+    let changed = state
+        .app
+        .reorder_templates(&caller, provider_id, ids)
+        .await?;
+    let out: Vec<AdminTemplateOut> = changed.value.iter().map(AdminTemplateOut::from).collect();
+    Ok(Answered::new(StatusCode::OK, &out, changed.position))
 }

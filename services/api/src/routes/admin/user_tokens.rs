@@ -8,8 +8,8 @@ use axum::{Json, Router};
 use domain::identity::UserId;
 use uuid::Uuid;
 
-use crate::auth::Principal;
 use crate::routes::tokens::TokenOut;
+use crate::routes::AppCaller;
 use crate::{ApiError, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -21,15 +21,10 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// The user `id` when there is one; 404 otherwise (an id that is no UUID included).
-async fn known_user(state: &AppState, id: &str) -> Result<UserId, ApiError> {
-    let unknown = || ApiError::NotFound(format!("no user {id}"));
-    let user: UserId = id.parse().map_err(|_| unknown())?;
-    store::users::get(&state.pool, user)
-        .await
-        .map_err(crate::error::store_failed)?
-        .ok_or_else(unknown)?;
-    Ok(user)
+/// The user `id`; 404 for an id that is no UUID.
+fn parse_user(id: &str) -> Result<UserId, ApiError> {
+    id.parse()
+        .map_err(|_| ApiError::NotFound(format!("no user {id}")))
 }
 
 /// A user's tokens (not revoked; expired ones included), oldest first, without secrets.
@@ -45,10 +40,10 @@ async fn known_user(state: &AppState, id: &str) -> Result<UserId, ApiError> {
 #[tracing::instrument(skip_all, fields(user = %id))]
 pub async fn list_user_tokens(
     State(state): State<AppState>,
+    AppCaller(caller): AppCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<TokenOut>>, ApiError> {
-    let user = known_user(&state, &id).await?;
-    let rows = store::api_tokens::list(&state.pool, user).await?;
+    let rows = state.app.user_tokens(&caller, parse_user(&id)?).await?;
     Ok(Json(rows.into_iter().map(TokenOut::from).collect()))
 }
 
@@ -65,19 +60,15 @@ pub async fn list_user_tokens(
         (status = 403, description = "Not an admin", body = crate::error::ErrorBody),
         (status = 404, description = "No such user, or the user has no such token", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(admin = %principal.user, user = %id, token = %token_id))]
+#[tracing::instrument(skip_all, fields(user = %id, token = %token_id))]
 pub async fn revoke_user_token(
     State(state): State<AppState>,
-    principal: Principal,
+    AppCaller(caller): AppCaller,
     Path((id, token_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let user = known_user(&state, &id).await?;
+    let user = parse_user(&id)?;
     let unknown = || ApiError::NotFound(format!("user {id} has no token {token_id}"));
     let token = Uuid::parse_str(&token_id).map_err(|_| unknown())?;
-    if store::api_tokens::revoke(&state.pool, user, token).await? {
-        tracing::info!("personal API token revoked by an admin");
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(unknown())
-    }
+    state.app.revoke_user_token(&caller, user, token).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::Principal;
+use crate::routes::AppCaller;
 use crate::{ApiError, AppJson, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -93,10 +93,11 @@ fn user_out(
     security(("bearer" = [])),
     responses((status = 200, body = [UserOut]), (status = 401, body = crate::error::ErrorBody),
         (status = 403, description = "Not an admin", body = crate::error::ErrorBody)))]
-pub async fn list_users(State(state): State<AppState>) -> Result<Json<Vec<UserOut>>, ApiError> {
-    let users = store::users::list(&state.pool)
-        .await
-        .map_err(crate::error::store_failed)?;
+pub async fn list_users(
+    State(state): State<AppState>,
+    AppCaller(caller): AppCaller,
+) -> Result<Json<Vec<UserOut>>, ApiError> {
+    let users = state.app.users(&caller).await?;
     Ok(Json(
         users
             .into_iter()
@@ -116,10 +117,10 @@ pub async fn list_users(State(state): State<AppState>) -> Result<Json<Vec<UserOu
         (status = 404, body = crate::error::ErrorBody),
         (status = 422, description = "An unknown role or status, or a change to oneself", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(user = %id, by = %principal.user))]
+#[tracing::instrument(skip_all, fields(user = %id))]
 pub async fn update_user(
     State(state): State<AppState>,
-    principal: Principal,
+    AppCaller(caller): AppCaller,
     Path(id): Path<String>,
     AppJson(input): AppJson<UserChangesIn>,
 ) -> Result<Json<UserOut>, ApiError> {
@@ -127,8 +128,9 @@ pub async fn update_user(
         field: field.into(),
         reason,
     };
-    let not_found = || ApiError::NotFound(format!("no user {id:?}"));
-    let id: UserId = id.parse().map_err(|_| not_found())?;
+    let id: UserId = id
+        .parse()
+        .map_err(|_| ApiError::NotFound(format!("no user {id:?}")))?;
     let role: Option<Role> = input
         .role
         .as_deref()
@@ -141,36 +143,7 @@ pub async fn update_user(
         .map(str::parse)
         .transpose()
         .map_err(|e: String| invalid("status", e))?;
-    let pool = &state.pool;
-    let user = store::users::get(pool, id)
-        .await
-        .map_err(crate::error::store_failed)?
-        .ok_or_else(not_found)?;
-    if id == principal.user && (role.is_some() || status.is_some()) {
-        return Err(invalid(
-            "body",
-            "no one changes their own role or status".into(),
-        ));
-    }
-    let super_needed = role == Some(Role::SuperAdmin) || user.role == Role::SuperAdmin;
-    if super_needed && principal.role != Role::SuperAdmin {
-        return Err(ApiError::Forbidden(
-            "only a super admin grants super admin or changes a super admin".into(),
-        ));
-    }
-    let mut user = user;
-    if let Some(role) = role {
-        user = store::users::set_role(pool, id, role)
-            .await
-            .map_err(crate::error::store_failed)?
-            .ok_or_else(not_found)?;
-    }
-    if let Some(status) = status {
-        user = store::users::set_status(pool, id, status)
-            .await
-            .map_err(crate::error::store_failed)?
-            .ok_or_else(not_found)?;
-    }
-    tracing::info!(role = %user.role, status = user.status.as_str(), "user changed");
+    let changes = app::users::UserChanges { role, status };
+    let user = state.app.change_user(&caller, id, changes).await?;
     Ok(Json(user_out(user, None, None)))
 }

@@ -1,12 +1,12 @@
 //! `POST /api/v1/vms/{id}/retry` and `/refresh`: jobs asked for by name.
 
 use axum::extract::{Path, State};
-use domain::provisioning::ProvisioningCommand;
+use axum::http::StatusCode;
 
-use super::{command_vm, VmOut};
+use super::{answered, idempotent, parse_id, vm_answer, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
-use crate::auth::Principal;
-use crate::{ApiError, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppState};
 
 /// Runs the VM's failed (or cancelled) create or destroy again. A retry asked again while
 /// the first waits answers with it.
@@ -26,21 +26,17 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn retry_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
-    let what = |vm| format!("POST /api/v1/vms/{vm}/retry");
-    command_vm(
-        &state,
-        &principal,
-        &id,
-        what,
-        ProvisioningCommand::Retry,
-        &request_id,
-        key,
-    )
-    .await
+    let vm = parse_id(&id)?;
+    let request = format!("POST /api/v1/vms/{vm}/retry");
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    Ok(answered(
+        state.app.retry_vm(&caller, vm, key).await?,
+        &answer,
+    ))
 }
 
 /// Reads what the cloud has of the VM (`terraform plan -refresh-only`, then `apply` of that
@@ -63,19 +59,15 @@ pub async fn retry_vm(
 pub async fn refresh_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
-    let what = |vm| format!("POST /api/v1/vms/{vm}/refresh");
-    command_vm(
-        &state,
-        &principal,
-        &id,
-        what,
-        ProvisioningCommand::Refresh,
-        &request_id,
-        key,
-    )
-    .await
+    let vm = parse_id(&id)?;
+    let request = format!("POST /api/v1/vms/{vm}/refresh");
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    Ok(answered(
+        state.app.refresh_vm(&caller, vm, key).await?,
+        &answer,
+    ))
 }

@@ -2,12 +2,11 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use domain::provisioning::ProvisioningCommand;
 
-use super::{command_vm_answering, VmOut};
+use super::{answered, idempotent, parse_id, vm_answer, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
-use crate::auth::Principal;
-use crate::{ApiError, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppState};
 
 /// Archives a destroyed VM: `GET /api/v1/vms` leaves it out unless asked for archived VMs.
 /// Its history (events, jobs, logs) stays. Archiving it again answers the VM as it is and
@@ -28,21 +27,15 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn archive_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
-    let what = |vm| format!("POST /api/v1/vms/{vm}/archive");
-    let command = ProvisioningCommand::Archive;
-    command_vm_answering(
-        &state,
-        &principal,
-        &id,
-        what,
-        command,
-        &request_id,
-        key,
-        StatusCode::OK,
-    )
-    .await
+    let vm = parse_id(&id)?;
+    let request = format!("POST /api/v1/vms/{vm}/archive");
+    let answer = vm_answer(StatusCode::OK);
+    let key = idempotent(&key, &request, &answer);
+    Ok(answered(
+        state.app.archive_vm(&caller, vm, key).await?,
+        &answer,
+    ))
 }

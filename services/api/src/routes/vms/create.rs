@@ -1,23 +1,15 @@
+use app::vms::{SshKeyChoice, VmRequest};
 use axum::extract::State;
 use axum::http::StatusCode;
-use domain::provisioning::{
-    DurationHours, ProviderId, Provisioning, ProvisioningCommand, ProvisioningError, SshPublicKey,
-    Stamp, TemplateId, VmId, VmName, VmSpec, VmView,
-};
-use domain::Decide;
+use domain::provisioning::{DurationHours, ProviderId, SshPublicKey, TemplateId, VmId, VmName};
 use serde::{Deserialize, Serialize};
-use store::CommandError;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{answered_meanwhile, run, vm_out, VmOut};
-use crate::answers::{kept_answer, Answered, IdempotencyKey};
-use crate::auth::Principal;
-use crate::error::vm_command_failed;
-use crate::network::{allowed_networks, ClientAddr};
-use crate::routes::metadata;
-use crate::routes::ssh_keys::registered_key;
-use crate::{ApiError, AppJson, AppState, RequestId};
+use super::{answered, idempotent, vm_answer, VmOut};
+use crate::answers::{Answered, IdempotencyKey};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppJson, AppState};
 
 /// A request for a VM.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -89,213 +81,58 @@ pub struct CreateVmIn {
         (status = 422, description = "A field is invalid (`detail` names it), or the Idempotency-Key was used for another request", body = crate::error::ErrorBody),
         (status = 503, description = "The database cannot be reached; nothing was changed. Retry after `Retry-After` seconds", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(vm_id))]
+#[tracing::instrument(skip_all)]
 pub async fn create_vm(
     State(state): State<AppState>,
-    owner: Principal,
-    caller: ClientAddr,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(input): AppJson<CreateVmIn>,
 ) -> Result<Answered, ApiError> {
     // With the caller: one user's key never answers another's request.
-    let fingerprint = format!(
+    let request = format!(
         "POST /api/v1/vms {} by {}",
         serde_json::to_string(&input).expect("a request is plain data"),
-        owner.user
+        caller.principal.user
     );
-    if let Some(key) = &key {
-        if let Some(kept) = kept_answer(&state, key, &fingerprint).await? {
-            return Ok(kept);
-        }
-    }
-    let spec = validate(&state, &input, &owner, &caller).await?;
-    let vm = input.id.map(VmId::from).unwrap_or_default();
-    tracing::Span::current().record("vm_id", tracing::field::display(vm));
-    super::message_size::check(vm, &spec, request_id.as_str(), state.bus.payload_limit())?;
-    let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
-    let command = ProvisioningCommand::Request {
-        spec: spec.clone(),
-        at: time::OffsetDateTime::now_utc(),
-    };
-    let metadata = metadata(&owner, &request_id);
-    match run(
-        &state,
-        vm,
-        command,
-        &metadata,
-        key,
-        None,
-        StatusCode::ACCEPTED,
-    )
-    .await
-    {
-        Ok(Some(answer)) => Ok(answer),
-        Ok(None) => answered_meanwhile(&state, key).await,
-        Err(CommandError::Rejected(ProvisioningError::AlreadyRequested)) => {
-            requested_before(&state, vm, &spec).await
-        }
-        Err(e) => Err(vm_command_failed(vm, e)),
-    }
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    let outcome = state.app.request_vm(&caller, parse(input)?, key).await?;
+    Ok(answered(outcome, &answer))
 }
 
-/// A create with the `id` of an existing VM: the first create's answer again if it asked
-/// for the same, a 409 if not.
-async fn requested_before(state: &AppState, vm: VmId, spec: &VmSpec) -> Result<Answered, ApiError> {
-    let exists = || ApiError::Conflict(format!("a VM with id {vm} exists already"));
-    let (current, _) = store::load::<Provisioning>(&state.pool, &vm.to_string())
-        .await
-        .map_err(|e| match e {
-            store::StoreError::Database(e) => e.into(),
-            e => ApiError::internal(e),
-        })?;
-    let first = current.spec().ok_or_else(exists)?;
-    if !same_request(first, spec) {
-        return Err(ApiError::Conflict(format!(
-            "a VM with id {vm} exists already, requested with other values"
-        )));
-    }
-    let requested = store::projected::requested(&state.pool, vm)
-        .await?
-        .ok_or_else(exists)?;
-    // The VM as its create left it: the answer the first request got.
-    let events = Provisioning::default()
-        .decide(
-            ProvisioningCommand::Request {
-                spec: first.clone(),
-                at: first_request_time(state, vm, first).await?,
-            },
-            &(),
-        )
-        .map_err(ApiError::internal)?;
-    let mut view = VmView::default();
-    let stamp = Stamp {
-        at: requested.first_at,
-        actor: None,
-    };
-    for (sequence, event) in (1..).zip(&events) {
-        view.update(sequence, stamp, event);
-    }
-    let body = vm_out(
-        vm,
-        first,
-        &view.lifecycle,
-        requested.first_at,
-        requested.last_at,
-    );
-    Ok(Answered::new(
-        StatusCode::ACCEPTED,
-        &body,
-        Some(requested.last_position),
-    ))
-}
-
-/// The time the first create of `vm` was asked at, from its recorded expiry (extensions
-/// since leave the `Requested` event as it was), so its answer can be given again as it was.
-async fn first_request_time(
-    state: &AppState,
-    vm: VmId,
-    spec: &VmSpec,
-) -> Result<time::OffsetDateTime, ApiError> {
-    let first = store::vm_events(&state.pool, vm, 0, 1).await?;
-    let expires_at = first
-        .first()
-        .and_then(|e| e.data.get("expires_at")?.as_str().map(str::to_owned))
-        .and_then(|s| {
-            time::OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339).ok()
-        });
-    let lives = time::Duration::hours(spec.duration_hours.get().into());
-    let requested = first.first().map(|e| e.recorded_at);
-    expires_at
-        .map(|e| e - lives)
-        .or(requested)
-        .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))
-}
-
-/// Whether two requests asked for the same VM: the fields a client sends. (The template's
-/// image and flavor may have changed in the catalog since.)
-fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
-    a.name == b.name
-        && a.provider == b.provider
-        && a.template == b.template
-        && a.ssh_public_key == b.ssh_public_key
-        && a.allow_ssh_from == b.allow_ssh_from
-        && a.duration_hours == b.duration_hours
-        // Another user's VM with this id is not theirs to read back.
-        && a.owner == b.owner
-}
-
-/// Checks every field, the catalog included; returns the first problem, naming its field.
-async fn validate(
-    state: &AppState,
-    input: &CreateVmIn,
-    owner: &Principal,
-    caller: &ClientAddr,
-) -> Result<VmSpec, ApiError> {
-    let invalid = |field: &str, reason: String| ApiError::Invalid {
+/// The request's values, parsed; the application layer checks them against the catalog,
+/// the caller's keys, the network rules and the policies.
+fn parse(input: CreateVmIn) -> Result<VmRequest, ApiError> {
+    let invalid = |field: &str, reason: &str| ApiError::Invalid {
         field: field.into(),
-        reason,
+        reason: reason.into(),
     };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
-    if store::catalog::provider(&state.pool, &provider)
-        .await?
-        .is_none()
-    {
-        return Err(invalid(
-            "provider",
-            format!("{:?} does not exist", input.provider),
-        ));
-    }
-    if !crate::routes::providers::available(state, &provider).await? {
-        return Err(invalid(
-            "provider",
-            format!("{:?} is disabled or lacks credentials", input.provider),
-        ));
-    }
     let template = TemplateId::parse(&input.template)?;
-    let row = store::catalog::template(&state.pool, &provider, &template)
-        .await?
-        .filter(|t| t.enabled)
-        .ok_or_else(|| {
-            invalid(
-                "template",
-                format!(
-                    "{:?} is not an enabled template of {:?}",
-                    input.template, input.provider
-                ),
-            )
-        })?;
-    let ssh_public_key = match (&input.ssh_public_key, &input.ssh_key_id) {
-        (Some(key), None) => SshPublicKey::parse(key)?,
-        (None, Some(id)) => registered_key(state, owner, id).await?,
+    let ssh_key = match (input.ssh_public_key, input.ssh_key_id) {
+        (Some(key), None) => SshKeyChoice::Key(SshPublicKey::parse(&key)?),
+        (None, Some(id)) => SshKeyChoice::Registered(id),
         (Some(_), Some(_)) => {
             return Err(invalid(
                 "ssh_public_key",
-                "give either ssh_public_key or ssh_key_id, not both".into(),
+                "give either ssh_public_key or ssh_key_id, not both",
             ))
         }
         (None, None) => {
             return Err(invalid(
                 "ssh_public_key",
-                "missing: give ssh_public_key, or ssh_key_id to use a registered key".into(),
+                "missing: give ssh_public_key, or ssh_key_id to use a registered key",
             ))
         }
     };
-    let allow_ssh_from = allowed_networks(&state.network, &input.allow_ssh_from, caller)?;
-    // Last, once the request is valid: a refusal names the policy and records nothing.
-    let duration_hours = DurationHours::parse(input.duration_hours)?;
-    crate::policy::admit(state, owner, &row, duration_hours.get().into()).await?;
-    Ok(VmSpec {
+    Ok(VmRequest {
+        id: input.id.map(VmId::from),
         name,
         provider,
         template,
-        image_name: row.image_name,
-        flavor_name: row.flavor_name,
-        ssh_public_key,
-        allow_ssh_from,
-        duration_hours,
-        username: row.username,
-        owner: owner.user,
+        ssh_key,
+        allow_ssh_from: input.allow_ssh_from,
+        duration: DurationHours::parse(input.duration_hours)?,
     })
 }

@@ -1,10 +1,10 @@
 use axum::extract::{Path, State};
-use domain::provisioning::ProvisioningCommand;
+use axum::http::StatusCode;
 
-use super::{command_vm, VmOut};
+use super::{answered, idempotent, parse_id, vm_answer, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
-use crate::auth::Principal;
-use crate::{ApiError, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppState};
 
 /// Destroys a VM. If a job of the VM runs or waits, the destroy job runs after them; a
 /// destroy asked again while one waits answers with it. Answered from the command's own
@@ -27,11 +27,15 @@ use crate::{ApiError, AppState, RequestId};
 pub async fn destroy_vm(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
-    let what = |vm| format!("DELETE /api/v1/vms/{vm}");
-    let command = ProvisioningCommand::RequestDestroy;
-    command_vm(&state, &principal, &id, what, command, &request_id, key).await
+    let vm = parse_id(&id)?;
+    let request = format!("DELETE /api/v1/vms/{vm}");
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    Ok(answered(
+        state.app.destroy_vm(&caller, vm, key).await?,
+        &answer,
+    ))
 }

@@ -35,13 +35,13 @@ pub async fn list_vm_events(
     let vm = parse_id(&id)?;
     let mut query = audit_query(&params, false)?;
     let after = sequence_after(&params)?;
-    if store::last_sequence(&state.pool, vm).await? == 0 {
+    if store::last_sequence(&state.app.pool, vm).await? == 0 {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
     query.filter.vm = Some(vm);
-    let horizon = store::feed::horizon(&state.pool).await?;
+    let horizon = store::feed::horizon(&state.app.pool).await?;
     let start = store::audit::Start::Sequence(after);
-    let events = store::audit::page(&state.pool, &query.filter, start, horizon, query.limit)
+    let events = store::audit::page(&state.app.pool, &query.filter, start, horizon, query.limit)
         .await
         .map_err(audit_error)?;
     Ok(Json(events.into_iter().map(EventOut::from).collect()))
@@ -104,11 +104,11 @@ pub async fn list_vm_logs(
     Query(query): Query<LogsQuery>,
 ) -> Result<Json<Vec<LogOut>>, ApiError> {
     let vm = parse_id(&id)?;
-    if store::views::get(&state.pool, vm).await?.is_none() {
+    if store::views::get(&state.app.pool, vm).await?.is_none() {
         return Err(ApiError::NotFound(format!("no VM {vm}")));
     }
     let after = (query.after_job.unwrap_or(0), query.after_line.unwrap_or(0));
-    let rows = store::views::logs(&state.pool, vm, after, limit(query.limit)).await?;
+    let rows = store::views::logs(&state.app.pool, vm, after, limit(query.limit)).await?;
     Ok(Json(rows.into_iter().map(LogOut::from).collect()))
 }
 

@@ -1,18 +1,19 @@
 //! `/api/v1/vms/{id}/jobs`: a VM's jobs, their logs, and cancelling them.
 
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::Json;
-use domain::provisioning::{JobAction, JobId, JobRecord, ProvisioningCommand, VmId};
+use domain::provisioning::{JobId, JobRecord, VmId};
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::history::{LogOut, LogsQuery};
-use super::{command_vm, parse_id, VmOut};
+use super::{answered, idempotent, parse_id, vm_answer, VmOut};
 use crate::answers::{Answered, IdempotencyKey};
-use crate::auth::Principal;
 use crate::routes::events::limit;
-use crate::{ApiError, AppState, RequestId};
+use crate::routes::AppCaller;
+use crate::{ApiError, AppState};
 
 /// A Terraform job of a VM.
 #[derive(Debug, Serialize, ToSchema)]
@@ -73,7 +74,7 @@ pub async fn list_vm_jobs(
     Path(id): Path<String>,
 ) -> Result<Json<Vec<JobOut>>, ApiError> {
     let vm = parse_id(&id)?;
-    let view = store::views::view(&state.pool, vm)
+    let view = store::views::view(&state.app.pool, vm)
         .await?
         .ok_or_else(|| no_vm(vm))?;
     Ok(Json(view.jobs.iter().map(JobOut::from).collect()))
@@ -90,7 +91,7 @@ pub async fn get_vm_job(
     Path((id, job)): Path<(String, String)>,
 ) -> Result<Json<JobOut>, ApiError> {
     let (vm, job) = (parse_id(&id)?, parse_job(&job)?);
-    let view = store::views::view(&state.pool, vm)
+    let view = store::views::view(&state.app.pool, vm)
         .await?
         .ok_or_else(|| no_vm(vm))?;
     let record = view.job(job).ok_or_else(|| no_job(vm, job))?;
@@ -109,13 +110,14 @@ pub async fn list_vm_job_logs(
     Query(query): Query<LogsQuery>,
 ) -> Result<Json<Vec<LogOut>>, ApiError> {
     let (vm, job) = (parse_id(&id)?, parse_job(&job)?);
-    let view = store::views::view(&state.pool, vm)
+    let view = store::views::view(&state.app.pool, vm)
         .await?
         .ok_or_else(|| no_vm(vm))?;
     view.job(job).ok_or_else(|| no_job(vm, job))?;
     let number = i32::try_from(job.get()).map_err(|_| no_job(vm, job))?;
     let after = query.after_line.unwrap_or(0);
-    let rows = store::views::job_logs(&state.pool, vm, number, after, limit(query.limit)).await?;
+    let rows =
+        store::views::job_logs(&state.app.pool, vm, number, after, limit(query.limit)).await?;
     Ok(Json(rows.into_iter().map(LogOut::from).collect()))
 }
 
@@ -138,20 +140,16 @@ pub async fn list_vm_job_logs(
 pub async fn cancel_vm_job(
     State(state): State<AppState>,
     Path((id, job)): Path<(String, String)>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let job_id = parse_job(&job)?;
-    may_cancel(&state, &principal, &id, job_id).await?;
-    let what = |vm| format!("POST /api/v1/vms/{vm}/jobs/{job_id}/cancel");
-    let command = ProvisioningCommand::CancelJob {
-        job_id,
-        reason: format!("cancelled by {}", principal.actor()),
-        at: OffsetDateTime::now_utc(),
-        deadline: false,
-    };
-    command_vm(&state, &principal, &id, what, command, &request_id, key).await
+    let vm = parse_id(&id)?;
+    let request = format!("POST /api/v1/vms/{vm}/jobs/{job_id}/cancel");
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    let outcome = state.app.cancel_job(&caller, vm, job_id, key).await?;
+    Ok(answered(outcome, &answer))
 }
 
 /// Ends a running job whose cancel did not stop it: its runner is killed (the process, or
@@ -171,54 +169,16 @@ pub async fn cancel_vm_job(
 pub async fn force_cancel_vm_job(
     State(state): State<AppState>,
     Path((id, job)): Path<(String, String)>,
-    principal: Principal,
-    request_id: RequestId,
+    AppCaller(caller): AppCaller,
     IdempotencyKey(key): IdempotencyKey,
 ) -> Result<Answered, ApiError> {
     let job_id = parse_job(&job)?;
-    may_cancel(&state, &principal, &id, job_id).await?;
-    let what = |vm| format!("POST /api/v1/vms/{vm}/jobs/{job_id}/force-cancel");
-    let command = ProvisioningCommand::ForceCancelJob {
-        job_id,
-        at: OffsetDateTime::now_utc(),
-        cool_off: state.job_limits.cancel_cooloff,
-    };
-    let answer = command_vm(&state, &principal, &id, what, command, &request_id, key).await?;
-    // The job has ended: the watchdog kills its runner (on whichever replica holds it).
     let vm = parse_id(&id)?;
-    if let Err(e) = store::liveness::request_stop(&state.pool, vm, job_id).await {
-        tracing::warn!(error = %e, "could not ask for the runner to be stopped; the runner stops itself once it hears the job ended");
-    }
-    Ok(answer)
-}
-
-/// Whether the caller may cancel job `job` of VM `id`: admins any; a user not a destroy
-/// another asked for, so that an expiry, an admin's destroy or the watchdog's is not undone
-/// by the VM's owner. What is not found is left for the command to answer.
-async fn may_cancel(
-    state: &AppState,
-    principal: &Principal,
-    id: &str,
-    job: JobId,
-) -> Result<(), ApiError> {
-    if principal.is_admin() {
-        return Ok(());
-    }
-    let Ok(vm) = parse_id(id) else { return Ok(()) };
-    let Some(view) = store::views::view(&state.pool, vm).await? else {
-        return Ok(());
-    };
-    let Some(record) = view.job(job) else {
-        return Ok(());
-    };
-    let caller = principal.actor().to_string();
-    let asked_by = record.requested_by.as_deref().unwrap_or("the platform");
-    if record.action == JobAction::Destroy && asked_by != caller {
-        return Err(ApiError::Forbidden(format!(
-            "job {job} is a destroy asked by {asked_by}: only an admin may cancel it"
-        )));
-    }
-    Ok(())
+    let request = format!("POST /api/v1/vms/{vm}/jobs/{job_id}/force-cancel");
+    let answer = vm_answer(StatusCode::ACCEPTED);
+    let key = idempotent(&key, &request, &answer);
+    let outcome = state.app.force_cancel_job(&caller, vm, job_id, key).await?;
+    Ok(answered(outcome, &answer))
 }
 
 fn parse_job(job: &str) -> Result<JobId, ApiError> {

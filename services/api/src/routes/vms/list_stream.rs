@@ -127,7 +127,7 @@ async fn rows(
     let ids: Vec<Uuid> = changed.keys().copied().collect();
     let started = tokio::time::Instant::now();
     let rows = loop {
-        let rows = store::views::get_many(&state.pool, &ids).await?;
+        let rows = store::views::get_many(&state.app.pool, &ids).await?;
         let behind = rows
             .iter()
             .any(|row| (row.last_sequence as u64) < changed[&row.id].sequence);

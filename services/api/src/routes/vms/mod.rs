@@ -9,7 +9,6 @@ mod expiry;
 mod history;
 mod jobs;
 mod list_stream;
-mod message_size;
 mod read;
 mod stream;
 
@@ -25,16 +24,14 @@ pub use list_stream::*;
 pub use read::*;
 pub use stream::*;
 
+use app::vms::VmAfter;
 use axum::extract::{RawPathParams, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use domain::provisioning::{
-    ActiveJob, AppStatus, Lifecycle, Provisioning, ProvisioningCommand, ProvisioningError, VmId,
-    VmSpec, WaitingJob,
-};
+use domain::provisioning::{ActiveJob, AppStatus, Lifecycle, VmId, VmSpec, WaitingJob};
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -99,7 +96,7 @@ pub(crate) async fn visible(
     principal: &Principal,
     vm: VmId,
 ) -> Result<(), ApiError> {
-    match store::vm_owner(&state.pool, vm).await? {
+    match store::vm_owner(&state.app.pool, vm).await? {
         Some(owner) if principal.may_see(&owner) => Ok(()),
         _ => Err(ApiError::NotFound(format!("no VM {vm}"))),
     }
@@ -226,18 +223,20 @@ fn parse_id(id: &str) -> Result<VmId, ApiError> {
         .map_err(|_| ApiError::NotFound(format!("no VM {id:?}: ids are UUIDs")))
 }
 
-/// The VM as the aggregate's state shows it: what a command answers, with no wait for the
-/// read model. Computed as the read model computes it (the same lifecycle), so a GET that
-/// waited for the command's position shows the same. `None` before the VM was requested.
-fn vm_from_state(
-    vm: VmId,
-    state: &Provisioning,
-    created_at: OffsetDateTime,
-    updated_at: OffsetDateTime,
-) -> Option<VmOut> {
-    let spec = state.spec()?;
-    let mut out = vm_out(vm, spec, state.lifecycle(), created_at, updated_at);
-    out.archived = state.archived();
+/// The VM as a command left it (the aggregate's state): what a command answers, with no
+/// wait for the read model. Computed as the read model computes it (the same lifecycle), so
+/// a GET that waited for the command's position shows the same. `None` before the VM was
+/// requested.
+fn vm_from_state(after: &VmAfter) -> Option<VmOut> {
+    let spec = after.spec.as_ref()?;
+    let mut out = vm_out(
+        after.id,
+        spec,
+        &after.lifecycle,
+        after.created_at,
+        after.updated_at,
+    );
+    out.archived = after.archived;
     Some(out)
 }
 
@@ -270,132 +269,39 @@ fn vm_out(
     }
 }
 
-/// The answer to a committed command on VM `vm`, requested at `created_at`: its state after
-/// the command, and the position of the command's last event.
-fn answer(
-    vm: VmId,
-    committed: &store::Committed<Provisioning>,
-    created_at: Option<OffsetDateTime>,
-    status: StatusCode,
-) -> (u16, serde_json::Value) {
-    let first = committed.events.first().map(|e| e.recorded_at);
-    let last = committed.events.last().map(|e| e.recorded_at);
-    let now = OffsetDateTime::now_utc();
-    let created_at = created_at.or(first).unwrap_or(now);
-    let body = vm_from_state(vm, &committed.state, created_at, last.unwrap_or(now));
-    let body = serde_json::to_value(body).expect("a VM is plain data");
-    (status.as_u16(), body)
+/// How this face answers a VM command with `status`: the VM as the command left it, and
+/// the position of the command's last event. The same answer is kept under an
+/// `Idempotency-Key`, so a replay is the same bytes.
+fn vm_answer(status: StatusCode) -> impl Fn(&VmAfter) -> app::Kept + Send + Sync {
+    move |after| app::Kept {
+        status: status.as_u16(),
+        body: serde_json::to_value(vm_from_state(after)).expect("a VM is plain data"),
+        position: after.position,
+    }
 }
 
-/// Runs `command` on VM `vm` and answers from its own events. With an `Idempotency-Key`,
-/// the answer is kept with the events, in one transaction; a request that lost the key to
-/// a concurrent one with the same key gets that one's answer.
-async fn run(
-    state: &AppState,
-    vm: VmId,
-    command: ProvisioningCommand,
-    metadata: &store::Metadata,
-    key: Option<(&str, &str)>,
-    created_at: Option<OffsetDateTime>,
-    status: StatusCode,
-) -> Result<Option<Answered>, store::CommandError<ProvisioningError>> {
-    let answer = |c: &store::Committed<Provisioning>| answer(vm, c, created_at, status);
-    let receipt = key.map(|(key, fingerprint)| store::Receipt {
+/// The request's `Idempotency-Key` for the application layer: `request` says what the
+/// request was (with the caller, for a create), `answer` how it is answered.
+fn idempotent<'a>(
+    key: &'a Option<String>,
+    request: &'a str,
+    answer: &'a (dyn Fn(&VmAfter) -> app::Kept + Send + Sync),
+) -> app::vms::VmKey<'a> {
+    key.as_deref().map(|key| app::Idempotent {
         key,
-        fingerprint,
-        answer: &answer,
-    });
-    let pool = &state.pool;
-    let committed =
-        store::execute_with(pool, vm, &(), vec![command], metadata, receipt.as_ref()).await?;
-    if key.is_some() {
-        // Each new key clears a few expired ones, so the table stays as small as a day's keys.
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            if let Err(error) = store::idempotency::expire(&pool, 100).await {
-                tracing::warn!(%error, "could not delete expired idempotency keys");
-            }
-        });
-    }
-    // `None`: another request holds the key; the caller answers with its kept answer.
-    Ok(committed.map(|committed| {
-        let (status, body) = answer(&committed);
-        Answered {
-            status: StatusCode::from_u16(status).expect("a valid status"),
-            body,
-            position: committed.last_position(),
-        }
-    }))
+        request,
+        answer,
+    })
 }
 
-/// Runs a user's command on VM `id` and answers with the VM as the command left it (with
-/// the position of its last event); a retry with the same `Idempotency-Key` gets the first
-/// answer. `what` names the request in the key's fingerprint (`POST /api/v1/vms/{id}/retry`).
-async fn command_vm(
-    state: &AppState,
-    principal: &Principal,
-    id: &str,
-    what: impl Fn(VmId) -> String,
-    command: ProvisioningCommand,
-    request_id: &crate::RequestId,
-    key: Option<String>,
-) -> Result<Answered, ApiError> {
-    let status = StatusCode::ACCEPTED;
-    command_vm_answering(state, principal, id, what, command, request_id, key, status).await
-}
-
-/// [`command_vm`], answering `status`: `200` for a command done when it is recorded.
-#[allow(clippy::too_many_arguments)]
-async fn command_vm_answering(
-    state: &AppState,
-    principal: &Principal,
-    id: &str,
-    what: impl Fn(VmId) -> String,
-    command: ProvisioningCommand,
-    request_id: &crate::RequestId,
-    key: Option<String>,
-    status: StatusCode,
-) -> Result<Answered, ApiError> {
-    let vm = parse_id(id)?;
-    let fingerprint = what(vm);
-    if let Some(key) = &key {
-        if let Some(kept) = crate::answers::kept_answer(state, key, &fingerprint).await? {
-            return Ok(kept);
-        }
+/// The answer to a VM command: its result answered by `answer`, or the answer kept for the
+/// same request.
+fn answered(
+    outcome: app::Outcome<VmAfter>,
+    answer: &(dyn Fn(&VmAfter) -> app::Kept + Send + Sync),
+) -> Answered {
+    match outcome {
+        app::Outcome::Done(after) => Answered::kept(answer(&after)),
+        app::Outcome::Replayed(kept) => Answered::kept(kept),
     }
-    // When the VM was requested: the answer shows it, as the read model does.
-    let first = store::projected::requested(&state.pool, vm)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
-    let key = key.as_deref().map(|k| (k, fingerprint.as_str()));
-    let metadata = crate::routes::metadata(principal, request_id);
-    match run(
-        state,
-        vm,
-        command,
-        &metadata,
-        key,
-        Some(first.first_at),
-        status,
-    )
-    .await
-    {
-        Ok(Some(answer)) => Ok(answer),
-        Ok(None) => answered_meanwhile(state, key).await,
-        Err(e) => Err(crate::error::vm_command_failed(vm, e)),
-    }
-}
-
-/// The answer kept under `key` by a concurrent request with the same key, which committed
-/// first.
-async fn answered_meanwhile(
-    state: &AppState,
-    key: Option<(&str, &str)>,
-) -> Result<Answered, ApiError> {
-    let (key, fingerprint) = key.ok_or_else(|| ApiError::internal("a receipt without a key"))?;
-    crate::answers::kept_answer(state, key, fingerprint)
-        .await?
-        .ok_or_else(|| {
-            ApiError::Unavailable(format!("a request with Idempotency-Key {key:?} is running"))
-        })
 }

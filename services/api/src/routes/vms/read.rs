@@ -81,7 +81,7 @@ pub async fn list_vms(
     let limit = filter.limit;
     // One more than asked: whether a next page exists, without a second query.
     filter.limit += 1;
-    let mut rows = store::views::list(&state.pool, &filter).await?;
+    let mut rows = store::views::list(&state.app.pool, &filter).await?;
     let next = match rows.len() as i64 > limit {
         true => {
             rows.truncate(limit as usize);
@@ -206,7 +206,7 @@ pub async fn get_vm(
     if let Some(at) = &query.at {
         return get_vm_at(&state, vm, parse_at(at)?).await;
     }
-    let row = store::views::get(&state.pool, vm)
+    let row = store::views::get(&state.app.pool, vm)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm}")))?;
     Ok(Json(VmOut::from(row)).into_response())
@@ -231,7 +231,7 @@ fn parse_at(at: &str) -> Result<At, ApiError> {
 }
 
 async fn get_vm_at(state: &AppState, vm: VmId, at: At) -> Result<Response, ApiError> {
-    let then = store::as_of::vm_as_of(&state.pool, vm, at)
+    let then = store::as_of::vm_as_of(&state.app.pool, vm, at)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no VM {vm} at that point")))?;
     let spec = then

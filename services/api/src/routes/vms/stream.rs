@@ -75,7 +75,7 @@ pub async fn stream_vm(
     };
     let live = state
         .stream_nats
-        .subscribe(state.bus.subjects.events_of(vm))
+        .subscribe(state.app.bus.subjects.events_of(vm))
         .await
         .map_err(ApiError::internal)?;
     let (outbox, events) = streams::open(&state, caller, resume, slot);
@@ -149,7 +149,7 @@ async fn catch_up(
     outbox: &mut Outbox,
 ) -> Result<(), Stopped> {
     loop {
-        let events = store::vm_events(&state.pool, vm, *sent, 1000).await?;
+        let events = store::vm_events(&state.app.pool, vm, *sent, 1000).await?;
         let n = events.len();
         for event in events {
             *sent = event.sequence;

@@ -12,7 +12,7 @@ use cedar_policy::{
 use domain::quota::{Limit, Limits, Size};
 
 use super::PolicyError;
-use crate::auth::Principal;
+use crate::Principal;
 
 /// The annotations of a limits policy, each a number.
 const LIMITS: [&str; 5] = ["vms", "vcpus", "ram_mib", "gpus", "max_hours"];

@@ -2,7 +2,7 @@ use domain::identity::{Role, UserId};
 use domain::quota::Size;
 
 use super::*;
-use crate::auth::Principal;
+use crate::Principal;
 
 fn who(role: Role, groups: &[&str]) -> Principal {
     Principal {

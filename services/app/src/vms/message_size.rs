@@ -8,7 +8,7 @@ use domain::provisioning::{Provisioning, ProvisioningCommand, ProvisioningEvent,
 use domain::Decide;
 use time::OffsetDateTime;
 
-use crate::ApiError;
+use crate::Error;
 
 /// Stands in for the actor an envelope names: longer than any the API records
 /// (`user:` and a UUID).
@@ -67,17 +67,17 @@ fn encoded_len(message: &impl serde::Serialize) -> usize {
         .len()
 }
 
-/// A 413 when the create's messages would be larger than `limit` (the bus's payload limit).
+/// Refused as too large when the create's messages would be larger than `limit` (the bus's payload limit).
 pub(crate) fn check(
     vm: VmId,
     spec: &VmSpec,
     correlation_id: &str,
     limit: usize,
-) -> Result<(), ApiError> {
+) -> Result<(), Error> {
     let size = largest_message(vm, spec, correlation_id);
     match size <= limit {
         true => Ok(()),
-        false => Err(ApiError::TooLarge(format!(
+        false => Err(Error::TooLarge(format!(
             "body: the VM's job message would take {size} bytes, more than the {limit} a \
              message may carry on this platform's NATS; use a shorter ssh_public_key or fewer \
              allow_ssh_from entries"
@@ -136,10 +136,10 @@ mod tests {
     }
 
     #[test]
-    fn a_spec_whose_messages_would_not_fit_is_refused_413() {
+    fn a_spec_whose_messages_would_not_fit_is_refused_as_too_large() {
         let spec = largest_spec();
         let error = check(VmId::new(), &spec, "r", 16 * 1024).unwrap_err();
-        assert!(matches!(error, ApiError::TooLarge(_)), "{error}");
+        assert!(matches!(error, Error::TooLarge(_)), "{error}");
         assert!(error.to_string().starts_with("body: "), "{error}");
     }
 }
