@@ -170,7 +170,7 @@ fn min_position(query: Option<&str>, headers: &HeaderMap) -> Result<Option<i64>,
         })
 }
 
-async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
+pub(crate) async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
     let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_WAIT;
     while !store::projected::reached(&state.pool, position).await? {
         if tokio::time::Instant::now() >= deadline {

@@ -1,4 +1,5 @@
-//! The REST API under `/api/v1` and its Server-Sent Events streams. `app(state)` builds the
+//! The REST API under `/api/v1` and its Server-Sent Events streams, NAIC's face under
+//! `/api`, and a built frontend at `/`. `app(state)` builds the
 //! whole router, so tests can run it in process.
 
 mod answers;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub stopping: tokio_util::sync::CancellationToken,
     /// The streams and exports each caller holds open (at most `PROVISIONING_STREAMS_PER_CALLER`).
     pub slots: Arc<streams::Slots>,
+    /// The built frontend served at `/` (`PROVISIONING_FRONTEND_DIR`), if any.
+    pub frontend: Option<Arc<std::path::PathBuf>>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -84,8 +87,11 @@ pub fn app(state: AppState) -> Router {
         // Sign-in and the session's status work before there is a session.
         .merge(routes::auth::router())
         .nest("/api/v1", api)
+        // NAIC's frontend's API, under `/api` beside `/api/v1`.
+        .merge(naic::router(state.clone()))
         .merge(routes::health::router())
-        .fallback(|| async { ApiError::NotFound("no such route".into()) });
+        // The frontend (when configured) for other paths; unknown `/api` paths are a 404.
+        .fallback(naic::frontend::fallback);
     layers::around(routes, layers::BOUNDS).with_state(state)
 }
 

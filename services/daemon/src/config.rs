@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use secrecy::SecretString;
 
 mod drift;
+mod frontend;
 mod kubernetes;
 mod lifecycle;
 mod oidc;
 mod runner_bus;
 use drift::drift_check;
+use frontend::frontend_dir;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 pub use oidc::OidcConfig;
@@ -72,6 +74,8 @@ pub struct Config {
     /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
     /// the default, when off.
     pub drift_check: Option<ingester::DriftCheckConfig>,
+    /// `PROVISIONING_FRONTEND_DIR`: a built frontend served at `/`; `None`: no frontend.
+    pub frontend_dir: Option<PathBuf>,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
     /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
@@ -208,6 +212,7 @@ impl Config {
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
+            frontend_dir: frontend_dir(&var)?,
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
             bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")

@@ -280,6 +280,7 @@ impl Application {
             oidc,
             policies,
             bootstrap_admins: config.bootstrap_admins.into(),
+            frontend: config.frontend_dir.map(Arc::new),
         };
         Ok(Self {
             roles,

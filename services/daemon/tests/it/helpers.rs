@@ -149,6 +149,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
         trusted_client_ip_header: None,
         drift_check: None,
+        frontend_dir: None,
         oidc: None,
         policy_dir: None,
         bootstrap_admins: vec![],
