@@ -28,6 +28,7 @@ mod listing;
 mod live_streams;
 mod load;
 mod metrics;
+mod naic_contract;
 mod nats_users;
 mod networks;
 mod oidc_identity;
