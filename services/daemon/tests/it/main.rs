@@ -29,6 +29,8 @@ mod live_streams;
 mod load;
 mod metrics;
 mod naic_contract;
+mod naic_frontend;
+mod naic_sign_in;
 mod nats_users;
 mod networks;
 mod oidc_identity;
