@@ -30,6 +30,7 @@ mod load;
 mod metrics;
 mod naic_contract;
 mod naic_frontend;
+mod naic_life;
 mod naic_sign_in;
 mod nats_users;
 mod networks;
