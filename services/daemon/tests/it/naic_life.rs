@@ -45,7 +45,9 @@ async fn call(url: &str) {
 async fn wait_for(caller: &Caller, id: &str, status: &str) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let vm: Value = caller.json("GET", &format!("/api/vm/{id}"), None, 200).await;
+        let vm: Value = caller
+            .json("GET", &format!("/api/vm/{id}"), None, 200)
+            .await;
         if vm["status"] == status {
             assert_vm(&vm);
             return vm;
