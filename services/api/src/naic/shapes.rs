@@ -71,7 +71,8 @@ pub struct NaicTemplate {
     /// The image.
     pub os: String,
     pub description: String,
-    /// `{username, tags: [...]}`; `tags` is always an array (the frontend crashes without).
+    /// `{username, tags: [...]}` (and `type: "bare-metal"` for a template tagged so); `tags`
+    /// is always an array (the frontend crashes without).
     pub metadata: Value,
     pub enabled: bool,
     pub provider_id: String,
@@ -86,6 +87,10 @@ impl NaicTemplate {
         let mut metadata = serde_json::json!({"username": t.username, "tags": t.tags});
         if let Some(gpu) = &t.gpu {
             metadata["gpu"] = Value::String(gpu.clone());
+        }
+        // The frontend marks bare-metal machines (and warns of their long boot) by `type`.
+        if t.tags.iter().any(|tag| tag == "bare-metal") {
+            metadata["type"] = Value::String("bare-metal".into());
         }
         NaicTemplate {
             template_id: template_id(&t.provider_id, &t.id),
