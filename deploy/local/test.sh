@@ -19,6 +19,11 @@ if [[ ! -d $oidc/node_modules/oidc-provider ]]; then
   command -v npm >/dev/null || { log "npm not found: the sign-in tests need Node.js 20+"; exit 1; }
   timed "installing the test OpenID provider" npm ci --prefix "$oidc" --no-audit --no-fund
 fi
+# The real Socket.IO client of the live-update tests, likewise.
+socketio=services/daemon/tests/socketio
+if [[ ! -d $socketio/node_modules/socket.io-client ]]; then
+  timed "installing the test Socket.IO client" npm ci --prefix "$socketio" --no-audit --no-fund
+fi
 
 log "cargo test --workspace --locked $*"
 timed "building the tests" cargo test --workspace --locked --no-run "$@"

@@ -15,7 +15,7 @@ variable "vm_id" {
 
 variable "vm_name" {
   type        = string
-  description = "Name of the VM: 1 to 63 characters of [a-z0-9-], starting with a letter."
+  description = "Host name of the VM, derived from its display name: 1 to 63 characters of [a-z0-9-], starting with a letter."
 }
 
 variable "public_key" {

@@ -10,6 +10,7 @@ pub mod expiry;
 mod jobs;
 mod lifecycle;
 pub mod limits;
+mod names;
 mod values;
 mod views;
 
@@ -21,8 +22,9 @@ pub use events::{Diagnostic, DriftedResource, JobAction, ProvisioningEvent, Seve
 pub use expiry::{Expiry, ExtendLimit};
 pub use jobs::{CancelRequest, EndedJob, JobLimits, JobState, WaitingJob};
 pub use lifecycle::{ActiveJob, Lifecycle, VmStatus};
+pub use names::{HostName, VmName, MAX_NAME_LEN};
 pub use values::{
     Cidr, DurationHours, JobId, ProviderId, SshKeyName, SshPublicKey, TemplateId, ValueError, VmId,
-    VmName, VmSpec, MAX_SSH_KEY_LEN, MIN_RSA_BITS,
+    VmSpec, MAX_SSH_KEY_LEN, MIN_RSA_BITS,
 };
 pub use views::{DriftReport, JobRecord, Stamp, VmView};

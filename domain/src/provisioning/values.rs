@@ -6,6 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::names::VmName;
 use crate::identity::UserId;
 
 /// A value that failed to parse, naming the input field it came from.
@@ -17,7 +18,7 @@ pub struct ValueError {
 }
 
 impl ValueError {
-    fn new(field: &'static str, reason: impl Into<String>) -> Self {
+    pub(super) fn new(field: &'static str, reason: impl Into<String>) -> Self {
         Self {
             field,
             reason: reason.into(),
@@ -93,35 +94,6 @@ impl JobId {
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
-    }
-}
-
-/// A VM name: 1 to 63 characters of `[a-z0-9-]`, starting with a letter, so it is a valid
-/// host name and resource name on every cloud.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct VmName(String);
-
-impl VmName {
-    pub fn parse(s: &str) -> Result<Self, ValueError> {
-        let err = |reason| Err(ValueError::new("name", reason));
-        if s.is_empty() || s.len() > 63 {
-            return err("must be 1 to 63 characters long");
-        }
-        if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
-            return err("must start with a lowercase letter");
-        }
-        if !s
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return err("may contain only lowercase letters, digits and '-'");
-        }
-        Ok(Self(s.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
     }
 }
 
@@ -408,16 +380,6 @@ fn builtin_admin() -> UserId {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vm_names_follow_host_name_rules() {
-        assert!(VmName::parse("web-1").is_ok());
-        assert!(VmName::parse(&"a".repeat(63)).is_ok());
-        for bad in ["", "1web", "-web", "Web", "web_1", "wéb", &"a".repeat(64)] {
-            let err = VmName::parse(bad).unwrap_err();
-            assert_eq!(err.field, "name", "{bad:?}");
-        }
-    }
 
     #[test]
     fn ssh_keys_must_decode_as_openssh() {

@@ -9,6 +9,7 @@ mod extract;
 mod input;
 mod layers;
 pub mod naic;
+mod naic_socket;
 mod network;
 pub mod oidc;
 mod openapi;
@@ -92,7 +93,12 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::health::router())
         // The frontend (when configured) for other paths; unknown `/api` paths are a 404.
         .fallback(naic::frontend::fallback);
-    layers::around(routes, layers::BOUNDS).with_state(state)
+    // Outside the API's bounds: a Socket.IO connection stays open (its long-polling requests
+    // wait up to the ping interval) and is answered by the Socket.IO layer, not by a route.
+    let sockets = naic_socket::layer(&state);
+    layers::around(routes, layers::BOUNDS)
+        .with_state(state)
+        .layer(sockets)
 }
 
 /// What a process without the API serves: `/metrics` and `/healthz`, so that the counters

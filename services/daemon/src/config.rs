@@ -10,6 +10,7 @@ mod drift;
 mod frontend;
 mod kubernetes;
 mod lifecycle;
+mod local_boot;
 mod oidc;
 mod runner_bus;
 use drift::drift_check;
@@ -76,6 +77,9 @@ pub struct Config {
     pub drift_check: Option<ingester::DriftCheckConfig>,
     /// `PROVISIONING_FRONTEND_DIR`: a built frontend served at `/`; `None`: no frontend.
     pub frontend_dir: Option<PathBuf>,
+    /// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`,
+    /// `PROVISIONING_LOCAL_BOOT_DELAY_SECS`); only the local executor does it.
+    pub local_boot: dispatcher::LocalBoot,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
     /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
@@ -213,6 +217,7 @@ impl Config {
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
             frontend_dir: frontend_dir(&var)?,
+            local_boot: local_boot::local_boot(&var)?,
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
             bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use dispatcher::cloud_init::CallbackUrls;
-use dispatcher::{Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor};
+use dispatcher::{
+    BootSimulator, Dispatcher, DispatcherConfig, Executor, KubernetesExecutor, LocalExecutor,
+};
 use domain::callbacks::CallbackSigner;
 use ingester::Ingester;
 use secrecy::{ExposeSecret, SecretString};
@@ -182,6 +184,7 @@ impl Application {
                     runner_bin: config.runner_bin,
                     bus: bus.clone(),
                     keys: runner_keys.clone(),
+                    boot: BootSimulator::new(config.local_boot, pool.clone()).map(Arc::new),
                 };
                 (Arc::new(local), None)
             }

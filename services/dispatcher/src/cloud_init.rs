@@ -14,7 +14,8 @@ use time::OffsetDateTime;
 #[derive(Template)]
 #[template(path = "cloud-init.yaml", escape = "none")]
 pub struct CloudInit<'a> {
-    pub vm_name: &'a str,
+    /// The VM's DNS-safe host name, derived from its display name.
+    pub host_name: &'a str,
     /// Quoted with [`quoted`].
     pub username: &'a str,
     /// Quoted with [`quoted`].
@@ -100,7 +101,7 @@ pub fn render(
     .map(|(name, kind)| (name, quoted(url(kind))))
     .collect();
     CloudInit {
-        vm_name: job.spec.name.as_str(),
+        host_name: job.spec.name.host_name().as_str(),
         username: &quoted(&job.spec.username),
         public_key: &quoted(job.spec.ssh_public_key.as_str()),
         create_user: settings.create_user,
@@ -118,7 +119,7 @@ mod tests {
 
     fn document(create_user: bool, eessi: bool, phone_home_url: &str) -> String {
         CloudInit {
-            vm_name: "web-1",
+            host_name: "web-1",
             username: &quoted("naic-user"),
             public_key: &quoted("ssh-ed25519 AAAA test@example: with colon"),
             create_user,
@@ -135,6 +136,7 @@ mod tests {
     fn a_provider_that_creates_the_user_gets_the_user_with_the_key() {
         let doc = document(true, false, "");
         assert!(doc.starts_with("#cloud-config\n"), "{doc}");
+        assert!(doc.contains("\nhostname: web-1\n"), "{doc}");
         assert!(doc.contains("  - name: \"naic-user\"\n"), "{doc}");
         assert!(
             doc.contains("      - \"ssh-ed25519 AAAA test@example: with colon\"\n"),

@@ -3,14 +3,20 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use domain::provisioning::{JobAction, JobId, VmId};
+use std::sync::Arc;
+
+use domain::provisioning::{JobAction, JobId, ProviderId, VmId};
 use secrecy::{ExposeSecret, SecretString};
+
+use crate::local_boot::BootSimulator;
 
 /// Everything an executor needs to start the runner of one job.
 pub struct Launch {
     pub vm_id: VmId,
     pub job_id: JobId,
     pub action: JobAction,
+    /// The VM's provider.
+    pub provider: ProviderId,
     /// The runner's environment, credentials excepted.
     pub env: Vec<(String, String)>,
     /// The runner's credentials, each with what each kind of executor needs of it.
@@ -88,12 +94,19 @@ pub struct LocalExecutor {
     pub bus: bus::Bus,
     /// To sign the failure it reports for a runner.
     pub keys: bus::RunnerKeys,
+    /// Boots `local` VMs in simulation once their create applied; `None`: off.
+    pub boot: Option<Arc<BootSimulator>>,
 }
 
 #[async_trait::async_trait]
 impl Executor for LocalExecutor {
     #[tracing::instrument(skip_all, fields(vm_id = %launch.vm_id, job_id = %launch.job_id), err)]
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError> {
+        // Read now, while the working directory is the dispatcher's alone.
+        let boot = self
+            .boot
+            .clone()
+            .and_then(|sim| sim.plan(&launch).map(|plan| (sim, plan)));
         let mut cmd = tokio::process::Command::new(&self.runner_bin);
         // The runner (and Terraform) get only what they need: never the daemon's own
         // secrets (DATABASE_URL, the admin token) nor other providers' credentials.
@@ -133,7 +146,13 @@ impl Executor for LocalExecutor {
         let (vm_id, job_id) = (launch.vm_id, launch.job_id);
         tokio::spawn(async move {
             let reason = match child.wait().await {
-                Ok(status) if status.success() => return tracing::debug!(pid, "runner ended"),
+                Ok(status) if status.success() => {
+                    tracing::debug!(pid, "runner ended");
+                    if let Some((sim, plan)) = boot {
+                        sim.run(plan).await;
+                    }
+                    return;
+                }
                 Ok(status) => format!("the runner ended ({status}) before reporting a result"),
                 Err(e) => format!("the runner was lost: {e}"),
             };
@@ -213,6 +232,7 @@ mod tests {
             runner_bin: "unused".into(),
             bus: bus::Bus::connect(&nats, "executor-test").await.unwrap(),
             keys: bus::RunnerKeys::new(vec![1; 32]).unwrap(),
+            boot: None,
         };
         let mut child = tokio::process::Command::new("sleep")
             .arg("30")

@@ -8,6 +8,7 @@ pub mod cloud_init;
 mod executor;
 mod job_status;
 mod kubernetes;
+mod local_boot;
 mod slots;
 mod workdir;
 
@@ -17,6 +18,7 @@ pub use kubernetes::{
     BusFailures, JobFailures, JobWatcher, KubernetesConfig, KubernetesExecutor, RunnerNatsAuth,
     RunnerResources, RunningJobs, StoreRunningJobs,
 };
+pub use local_boot::{BootSimulator, LocalBoot};
 /// How long a runner retries a report when the daemon does not say (`RUNNER_PUBLISH_RETRY_SECS`).
 pub use runner::DEFAULT_PUBLISH_RETRY as DEFAULT_RUNNER_PUBLISH_RETRY;
 pub use workdir::{prepare, WorkdirError};
@@ -227,6 +229,7 @@ impl Dispatcher {
             vm_id: job.vm_id,
             job_id: job.job_id,
             action: job.action,
+            provider: job.spec.provider.clone(),
             env: runner_env(
                 &self.config,
                 self.bus.subjects.prefix(),

@@ -82,7 +82,8 @@ pub fn variables(
     };
     json!({
         "vm_id": job.vm_id.to_string(),
-        "vm_name": spec.name.as_str(),
+        // The templates use it as the host name and in resource names: the DNS-safe form.
+        "vm_name": spec.name.host_name().as_str(),
         "public_key": spec.ssh_public_key.as_str(),
         "image_name": spec.image_name,
         "flavor_name": spec.flavor_name,
@@ -269,6 +270,18 @@ mod tests {
             !all.contains("hunter2-secret"),
             "no credential is written to the working directory"
         );
+    }
+
+    #[test]
+    fn the_templates_get_the_host_name_derived_from_the_display_name() {
+        let mut job = job("local");
+        job.spec.name = VmName::parse("My_VM.1").unwrap();
+        let vars = variables(&job, "#cloud-config\n", &[]);
+        assert_eq!(vars["vm_name"], "my-vm-1");
+        let user_data =
+            crate::cloud_init::render(&job, &provider("local").cloud_init, &[]).unwrap();
+        assert!(user_data.contains("\nhostname: my-vm-1\n"), "{user_data}");
+        assert!(!user_data.contains("My_VM.1"), "{user_data}");
     }
 
     #[test]

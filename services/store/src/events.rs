@@ -128,3 +128,29 @@ impl From<AuditRow> for AuditEvent {
         }
     }
 }
+
+/// The events of VM `vm` up to sequence `upto`, in order, without its Terraform lines:
+/// what its status and address follow from (a line changes neither), so the live pushes
+/// can fold a VM's state without reading every line it ever logged.
+#[tracing::instrument(skip_all, fields(vm_id = %vm), err)]
+pub async fn status_history(
+    pool: &PgPool,
+    vm: VmId,
+    upto: u64,
+) -> Result<Vec<ProvisioningEvent>, sqlx::Error> {
+    let payloads: Vec<serde_json::Value> = sqlx::query_scalar(
+        "SELECT payload::jsonb FROM events
+         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence <= $3
+           AND event_type <> 'LogLine'
+         ORDER BY sequence",
+    )
+    .bind(Provisioning::TYPE)
+    .bind(vm.to_string())
+    .bind(upto as i64)
+    .fetch_all(pool)
+    .await?;
+    payloads
+        .into_iter()
+        .map(|p| serde_json::from_value(p).map_err(|e| sqlx::Error::Decode(Box::new(e))))
+        .collect()
+}

@@ -34,7 +34,9 @@ pub use command::{
 };
 pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
-pub use events::{last_sequence, last_sequence_of, vm_events, vm_owner, AuditEvent};
+pub use events::{
+    last_sequence, last_sequence_of, status_history, vm_events, vm_owner, AuditEvent,
+};
 pub use together::{execute_together, Batch, Outcome, States};
 
 pub use sqlx::{self, PgPool};

@@ -24,14 +24,24 @@ pub async fn user_of(state: &AppState, parts: &Parts) -> Result<Option<UserId>, 
     if changes_state(&parts.method) {
         check_origin(oidc, &parts.headers)?;
     }
-    let id_hash = hash(&id);
-    let Some(session) = store::sessions::find_session(&state.pool, &id_hash).await? else {
+    user_of_session(state, oidc, &hash(&id)).await.map(Some)
+}
+
+/// The user of the session whose id hashes to `id_hash`, its tokens refreshed if they
+/// expired; `Unauthorized` once the session ended. Also what an open Socket.IO connection
+/// checks again, as a request would.
+pub(crate) async fn user_of_session(
+    state: &AppState,
+    oidc: &Oidc,
+    id_hash: &[u8],
+) -> Result<UserId, ApiError> {
+    let Some(session) = store::sessions::find_session(&state.pool, id_hash).await? else {
         return Err(ApiError::Unauthorized);
     };
     if expired(&session.tokens) {
-        refresh(state, oidc, &id_hash).await?;
+        refresh(state, oidc, id_hash).await?;
     }
-    Ok(Some(UserId::new(session.user_id)))
+    Ok(UserId::new(session.user_id))
 }
 
 /// The session id the request's cookie holds, if any.

@@ -123,6 +123,8 @@ impl Daemon {
                 runner_bin().display().to_string(),
             ),
             ("PROVISIONING_MAX_RUNNERS".into(), "4".into()),
+            // The faults are judged by the events of jobs; no simulated callbacks among them.
+            ("PROVISIONING_LOCAL_BOOT".into(), "off".into()),
             ("RUST_LOG".into(), "info,api::layers=warn".into()),
         ];
         for (name, value) in &setup.env {

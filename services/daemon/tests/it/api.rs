@@ -45,9 +45,10 @@ async fn health_answers_without_a_token_and_nothing_else_does() {
 async fn bad_input_is_rejected_naming_the_field_and_writes_no_event() {
     let app = spawn_app().await;
     let cases = [
-        (json!({"name": "Web_1"}), "name"),
+        (json!({"name": "Web 1"}), "name"),
         (json!({"name": ""}), "name"),
-        (json!({"name": "1web"}), "name"),
+        (json!({"name": "web/1"}), "name"),
+        (json!({"name": "a".repeat(64)}), "name"),
         (json!({"provider": "nowhere"}), "provider"),
         (json!({"template": "huge"}), "template"),
         (

@@ -1,7 +1,8 @@
 //! The VM's life around its jobs, end to end with real Terraform on `local`: boot callbacks
 //! and readiness, the boot timeout, extension, expiry and its warnings. No VM boots on
-//! `local`, so the tests call the callback URLs themselves, as cloud-init would, reading
-//! them from the cloud-init the dispatcher rendered into the job's working directory.
+//! `local`, and the tests' configuration turns the simulated boot off, so the tests call the
+//! callback URLs themselves, as cloud-init would, reading them from the cloud-init the
+//! dispatcher rendered into the job's working directory.
 
 use std::time::Duration;
 

@@ -35,8 +35,11 @@ pub struct CreateVmIn {
     /// it, and makes a retried create safe: the same request again answers `202` with the
     /// same VM, another request with this id `409`.
     pub id: Option<Uuid>,
-    /// 1 to 63 characters of `[a-z0-9-]`, starting with a letter.
-    #[schema(min_length = 1, max_length = 63, pattern = r"^[a-z][a-z0-9-]*$")]
+    /// The VM's display name, kept as given: 1 to 63 characters of `[A-Za-z0-9._-]`. Its
+    /// host name (on the cloud and on the VM) is derived from it: lower case, `.` and `_`
+    /// as `-`, no `-` at either end, `vm-` in front when it does not start with a letter
+    /// (`My_VM.1` → `my-vm-1`, `1st` → `vm-1st`).
+    #[schema(min_length = 1, max_length = 63, pattern = r"^[A-Za-z0-9._-]+$")]
     pub name: String,
     /// A provider id from `GET /api/v1/providers`: one that exists and is available, else
     /// `422` naming `provider`.

@@ -71,6 +71,7 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
         vm_id: VM.parse::<VmId>().unwrap(),
         job_id: JobId::new(3),
         action: JobAction::Create,
+        provider: domain::provisioning::ProviderId::parse("nrec").unwrap(),
         env: vec![
             ("NATS_URL".into(), "nats://nats:4222".into()),
             (

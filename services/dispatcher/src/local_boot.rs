@@ -1,0 +1,242 @@
+//! The simulated boot of `local` VMs. The `local` provider makes no machine, so nothing
+//! runs cloud-init; to let a VM live its whole life in development (`provisioned`, then
+//! `initializing`, then `running`), the local executor calls the VM's callback URLs the
+//! way cloud-init would, once the VM's create job applied: `boot_started`, then
+//! `phone_home` with the VM's host name, `delay` apart. It uses the URLs rendered for the
+//! VM (its `terraform.tfvars.json`), so the callbacks go through the public API like a
+//! real VM's, and are recorded with the VM as actor.
+//!
+//! The simulation lives in the daemon that started the runner, in memory: if that daemon
+//! stops before the create ends, the VM is left `provisioned` (and, past the boot timeout,
+//! `unreachable`), as a real VM whose callbacks were lost would be.
+
+use std::path::Path;
+use std::time::Duration;
+
+use domain::provisioning::{JobAction, JobId, ProviderId, Provisioning, VmId, VmStatus};
+use store::PgPool;
+
+use crate::Launch;
+
+/// The provider whose VMs have their boot simulated: the one that makes no machine.
+const LOCAL_PROVIDER: &str = "local";
+
+/// How long after its runner ended a create's success may take to be recorded (the
+/// ingester's lag) before the simulation gives up.
+const RECORDED_WITHIN: Duration = Duration::from_secs(60);
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// How often a callback is tried when the API cannot be reached, as cloud-init's
+/// `phone_home` does (`tries: 5`).
+const TRIES: u32 = 5;
+
+/// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalBoot {
+    /// Their callbacks come only from whoever calls them (tests do, by hand).
+    Off,
+    /// `boot_started` `delay` after the create applied, `phone_home` `delay` later.
+    Simulate { delay: Duration },
+}
+
+impl LocalBoot {
+    pub const DEFAULT_DELAY: Duration = Duration::from_secs(2);
+}
+
+impl Default for LocalBoot {
+    fn default() -> Self {
+        LocalBoot::Simulate {
+            delay: Self::DEFAULT_DELAY,
+        }
+    }
+}
+
+/// Runs simulated boots for the local executor.
+pub struct BootSimulator {
+    pool: PgPool,
+    delay: Duration,
+    client: reqwest::Client,
+}
+
+/// What the VM of one create job would call.
+pub(crate) struct BootPlan {
+    vm_id: VmId,
+    job_id: JobId,
+    boot_started: String,
+    phone_home: String,
+    host_name: String,
+}
+
+impl BootSimulator {
+    /// A simulator when `setting` asks for one; it reads the VMs' state from `pool`.
+    pub fn new(setting: LocalBoot, pool: PgPool) -> Option<Self> {
+        let LocalBoot::Simulate { delay } = setting else {
+            return None;
+        };
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .inspect_err(|e| tracing::warn!(error = %e, "no HTTP client: no simulated boot"))
+            .ok()?;
+        Some(Self {
+            pool,
+            delay,
+            client,
+        })
+    }
+
+    /// The plan for the job of `launch`: a create job of the `local` provider whose VM was
+    /// given callback URLs; `None` for any other.
+    pub(crate) fn plan(&self, launch: &Launch) -> Option<BootPlan> {
+        if !boots(launch.action, &launch.provider) {
+            return None;
+        }
+        let (boot_started, phone_home, host_name) = rendered(&launch.workdir)?;
+        Some(BootPlan {
+            vm_id: launch.vm_id,
+            job_id: launch.job_id,
+            boot_started,
+            phone_home,
+            host_name,
+        })
+    }
+
+    /// Once the runner of the plan's job ended: waits for the create's success to be
+    /// recorded, then boots. Nothing happens for a create that failed or was cancelled.
+    #[tracing::instrument(skip_all, fields(vm_id = %plan.vm_id, job_id = %plan.job_id))]
+    pub(crate) async fn run(&self, plan: BootPlan) {
+        if !self.applied(plan.vm_id, plan.job_id).await {
+            return;
+        }
+        tokio::time::sleep(self.delay).await;
+        if !self.call(&plan.boot_started, "boot_started", &[]).await {
+            return;
+        }
+        tokio::time::sleep(self.delay).await;
+        let instance_id = plan.vm_id.to_string();
+        let form = [
+            ("instance_id", instance_id.as_str()),
+            ("hostname", plan.host_name.as_str()),
+            ("fqdn", plan.host_name.as_str()),
+        ];
+        self.call(&plan.phone_home, "phone_home", &form).await;
+    }
+
+    /// Whether the VM's create job `job_id` succeeded: `false` once it ended otherwise, or
+    /// when its end is not recorded in time.
+    async fn applied(&self, vm_id: VmId, job_id: JobId) -> bool {
+        let deadline = tokio::time::Instant::now() + RECORDED_WITHIN;
+        while tokio::time::Instant::now() < deadline {
+            match store::load::<Provisioning>(&self.pool, &vm_id.to_string()).await {
+                Ok((vm, _)) => {
+                    let life = vm.lifecycle();
+                    let booting = life.boot.as_ref().is_some_and(|b| b.job == job_id);
+                    if booting && life.status == VmStatus::Provisioned {
+                        return true;
+                    }
+                    if life.active_job.as_ref().map(|j| j.id) != Some(job_id) {
+                        tracing::info!(
+                            status = life.status.as_str(),
+                            "the create did not leave a VM to boot; no simulated boot"
+                        );
+                        return false;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not read the VM"),
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+        tracing::warn!("the create's result was not recorded in time; no simulated boot");
+        false
+    }
+
+    /// Posts one callback (a form, as cloud-init does); whether it was recorded. The URL
+    /// holds the callback's token: it is never logged.
+    async fn call(&self, url: &str, kind: &str, form: &[(&str, &str)]) -> bool {
+        for attempt in 1..=TRIES {
+            match self.client.post(url).form(form).send().await {
+                Ok(response) if response.status().is_success() => {
+                    tracing::info!(callback = kind, "simulated boot: called back");
+                    return true;
+                }
+                // Refused for good: used, expired, or the VM no longer stands.
+                Ok(response) if response.status().is_client_error() => {
+                    tracing::info!(callback = kind, status = %response.status(), "simulated boot: callback refused");
+                    return false;
+                }
+                Ok(response) => {
+                    tracing::warn!(callback = kind, attempt, status = %response.status(), "simulated boot: callback failed")
+                }
+                Err(e) => {
+                    tracing::warn!(callback = kind, attempt, error = %e.without_url(), "simulated boot: callback failed")
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        false
+    }
+}
+
+/// Whether a job's VM boots in simulation: the VM a `local` create makes, and no other.
+fn boots(action: JobAction, provider: &ProviderId) -> bool {
+    action == JobAction::Create && provider.as_str() == LOCAL_PROVIDER
+}
+
+/// The callback URLs and host name rendered for the VM into `workdir`'s variables; `None`
+/// when it has no callbacks.
+fn rendered(workdir: &Path) -> Option<(String, String, String)> {
+    let vars = std::fs::read(workdir.join("terraform.tfvars.json")).ok()?;
+    let vars: serde_json::Value = serde_json::from_slice(&vars).ok()?;
+    let text = |name: &str| {
+        vars[name]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Some((
+        text("boot_callback_url")?,
+        text("phone_home_url")?,
+        text("vm_name")?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_vms_of_local_creates_boot_in_simulation() {
+        let local = ProviderId::parse("local").unwrap();
+        assert!(boots(JobAction::Create, &local));
+        assert!(!boots(JobAction::Destroy, &local));
+        assert!(!boots(JobAction::Refresh, &local));
+        assert!(!boots(
+            JobAction::Create,
+            &ProviderId::parse("nrec").unwrap()
+        ));
+    }
+
+    #[test]
+    fn the_simulation_calls_the_urls_rendered_for_the_vm() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = |boot: &str| {
+            serde_json::json!({
+                "vm_name": "my-vm-1",
+                "boot_callback_url": boot,
+                "phone_home_url": "http://127.0.0.1:8080/api/v1/callbacks/b",
+            })
+        };
+        let file = dir.path().join("terraform.tfvars.json");
+        std::fs::write(
+            &file,
+            vars("http://127.0.0.1:8080/api/v1/callbacks/a").to_string(),
+        )
+        .unwrap();
+        let (boot, phone_home, host) = rendered(dir.path()).unwrap();
+        assert!(boot.ends_with("/a") && phone_home.ends_with("/b"));
+        assert_eq!(host, "my-vm-1");
+        // A VM given no callbacks has nothing to call.
+        std::fs::write(&file, vars("").to_string()).unwrap();
+        assert!(rendered(dir.path()).is_none());
+    }
+}
