@@ -170,7 +170,7 @@ fn min_position(query: Option<&str>, headers: &HeaderMap) -> Result<Option<i64>,
         })
 }
 
-async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
+pub(crate) async fn wait_until_projected(state: &AppState, position: i64) -> Result<(), ApiError> {
     match state
         .app
         .wait_until_projected(position, READ_YOUR_WRITES_WAIT)

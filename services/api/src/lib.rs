@@ -1,4 +1,5 @@
-//! The REST API under `/api/v1` and its Server-Sent Events streams. `app(state)` builds the
+//! The REST API under `/api/v1` and its Server-Sent Events streams, NAIC's face under
+//! `/api`, and a built frontend at `/`. `app(state)` builds the
 //! whole router, so tests can run it in process.
 
 mod answers;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub stopping: tokio_util::sync::CancellationToken,
     /// The streams and exports each caller holds open (at most `PROVISIONING_STREAMS_PER_CALLER`).
     pub slots: Arc<streams::Slots>,
+    /// The built frontend served at `/` (`PROVISIONING_FRONTEND_DIR`), if any.
+    pub frontend: Option<Arc<std::path::PathBuf>>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -79,8 +82,11 @@ pub fn app(state: AppState) -> Router {
         // Sign-in and the session's status work before there is a session.
         .merge(routes::auth::router())
         .nest("/api/v1", api)
+        // NAIC's frontend's API, under `/api` beside `/api/v1`.
+        .merge(naic::router(state.clone()))
         .merge(routes::health::router())
-        .fallback(|| async { ApiError::NotFound("no such route".into()) });
+        // The frontend (when configured) for other paths; unknown `/api` paths are a 404.
+        .fallback(naic::frontend::fallback);
     // Outside the API's bounds: a Socket.IO connection stays open (its long-polling requests
     // wait up to the ping interval) and is answered by the Socket.IO layer, not by a route.
     let sockets = naic_socket::layer(&state);

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use secrecy::SecretString;
 
 mod drift;
+mod frontend;
 mod kubernetes;
 mod lifecycle;
 mod local_boot;
 mod oidc;
 mod runner_bus;
 use drift::drift_check;
+use frontend::frontend_dir;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 pub use oidc::OidcConfig;
@@ -73,6 +75,8 @@ pub struct Config {
     /// The drift check (`PROVISIONING_DRIFT_INTERVAL`, `PROVISIONING_DRIFT_BATCH`): `None`,
     /// the default, when off.
     pub drift_check: Option<ingester::DriftCheckConfig>,
+    /// `PROVISIONING_FRONTEND_DIR`: a built frontend served at `/`; `None`: no frontend.
+    pub frontend_dir: Option<PathBuf>,
     /// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`,
     /// `PROVISIONING_LOCAL_BOOT_DELAY_SECS`); only the local executor does it.
     pub local_boot: dispatcher::LocalBoot,
@@ -212,6 +216,7 @@ impl Config {
             ssh_widest_prefix: ssh_widest_prefix(&var)?,
             trusted_client_ip_header: trusted_client_ip_header(&var)?,
             drift_check: drift_check(&var)?,
+            frontend_dir: frontend_dir(&var)?,
             local_boot: local_boot::local_boot(&var)?,
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),

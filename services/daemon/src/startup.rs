@@ -285,6 +285,7 @@ impl Application {
             },
             oidc,
             bootstrap_admins: config.bootstrap_admins.into(),
+            frontend: config.frontend_dir.map(Arc::new),
         };
         Ok(Self {
             roles,

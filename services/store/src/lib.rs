@@ -16,6 +16,7 @@ pub mod idempotency;
 pub mod lease;
 pub mod life;
 pub mod liveness;
+pub mod naic;
 pub mod positions;
 pub mod projected;
 pub mod runner_keys;

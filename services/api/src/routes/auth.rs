@@ -29,7 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/auth/logout", post(logout))
 }
 
-fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
+pub(crate) fn configured(state: &AppState) -> Result<&Oidc, ApiError> {
     state
         .oidc
         .as_deref()
@@ -320,28 +320,39 @@ pub struct LogoutOut {
 ))]
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Result<Response, ApiError> {
     let oidc = configured(&state)?;
-    let mut end_session_url = None;
-    if let Some(id) = session::session_id(&parts.headers) {
-        session::check_origin(oidc, &parts.headers)?;
-        let ended = store::sessions::delete_session(&state.app.pool, &oidc::hash(&id)).await?;
-        end_session_url = oidc.end_session.as_ref().map(|endpoint| {
-            let mut url = endpoint.clone();
-            {
-                let mut query = url.query_pairs_mut();
-                query.append_pair("client_id", oidc.client.client_id().as_str());
-                query.append_pair("post_logout_redirect_uri", &format!("{}/", oidc.public_url));
-                if let Some(hint) = ended.and_then(|t| t.id_token) {
-                    query.append_pair("id_token_hint", &hint);
-                }
-            }
-            url.to_string()
-        });
-    }
+    let end_session_url = end_session(&state, oidc, &parts.headers).await?;
     Ok((
         [(SET_COOKIE, session::clear_cookie(oidc))],
         Json(LogoutOut { end_session_url }),
     )
         .into_response())
+}
+
+/// Deletes the request's session (a request from another site is refused first), and the
+/// provider's end-session URL that returns to the public URL, when it has one. Without a
+/// session cookie nothing is deleted and there is no URL.
+pub(crate) async fn end_session(
+    state: &AppState,
+    oidc: &Oidc,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<String>, ApiError> {
+    let Some(id) = session::session_id(headers) else {
+        return Ok(None);
+    };
+    session::check_origin(oidc, headers)?;
+    let ended = store::sessions::delete_session(&state.app.pool, &oidc::hash(&id)).await?;
+    Ok(oidc.end_session.as_ref().map(|endpoint| {
+        let mut url = endpoint.clone();
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("client_id", oidc.client.client_id().as_str());
+            query.append_pair("post_logout_redirect_uri", &format!("{}/", oidc.public_url));
+            if let Some(hint) = ended.and_then(|t| t.id_token) {
+                query.append_pair("id_token_hint", &hint);
+            }
+        }
+        url.to_string()
+    }))
 }
 
 #[cfg(test)]

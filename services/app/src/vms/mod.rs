@@ -112,6 +112,8 @@ impl App {
         command: ProvisioningCommand,
         key: VmKey<'_>,
     ) -> Result<Outcome<VmAfter>, Error> {
+        // Every face and process manager gets the same rule: another user's VM is not found.
+        self.visible(&caller.principal, vm).await?;
         if let Some(k) = &key {
             if let Some(kept) = idempotency::kept(&self.pool, k.key, k.request).await? {
                 return Ok(Outcome::Replayed(kept));
@@ -128,6 +130,15 @@ impl App {
             Ok(Some(done)) => Ok(Outcome::Done(done)),
             Ok(None) => self.answered_meanwhile(&key).await,
             Err(e) => Err(crate::vm_command_failed(vm, e)),
+        }
+    }
+
+    /// Ok when VM `vm` exists and `principal` may see it; not found otherwise, as a VM
+    /// that does not exist.
+    pub async fn visible(&self, principal: &crate::Principal, vm: VmId) -> Result<(), Error> {
+        match store::vm_owner(&self.pool, vm).await? {
+            Some(owner) if principal.may_see(&owner) => Ok(()),
+            _ => Err(Error::NotFound(format!("no VM {vm}"))),
         }
     }
 

@@ -149,6 +149,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         ssh_widest_prefix: api::DEFAULT_WIDEST_PREFIX,
         trusted_client_ip_header: None,
         drift_check: None,
+        frontend_dir: None,
         // The tests that check the callbacks call them by hand, and count their events.
         local_boot: dispatcher::LocalBoot::Off,
         oidc: None,
