@@ -139,3 +139,14 @@ impl App {
         Ok(Outcome::Replayed(kept))
     }
 }
+
+impl App {
+    /// Ok when VM `vm` exists and `principal` may see it (their own, or any for an admin);
+    /// not found otherwise, so that another user's VM looks like none.
+    pub async fn visible_vm(&self, principal: &crate::Principal, vm: VmId) -> Result<(), Error> {
+        match store::vm_owner(&self.pool, vm).await? {
+            Some(owner) if principal.may_see(&owner) => Ok(()),
+            _ => Err(Error::NotFound(format!("no VM {vm}"))),
+        }
+    }
+}

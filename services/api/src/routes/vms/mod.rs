@@ -96,10 +96,7 @@ pub(crate) async fn visible(
     principal: &Principal,
     vm: VmId,
 ) -> Result<(), ApiError> {
-    match store::vm_owner(&state.app.pool, vm).await? {
-        Some(owner) if principal.may_see(&owner) => Ok(()),
-        _ => Err(ApiError::NotFound(format!("no VM {vm}"))),
-    }
+    Ok(state.app.visible_vm(principal, vm).await?)
 }
 
 // Deliberately the same fields as `store::views::VmRow`: the wire type is kept stable and
