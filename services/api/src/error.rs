@@ -197,6 +197,53 @@ mod tests {
     struct Outer(#[source] std::io::Error);
 
     #[test]
+    fn the_application_layers_refusals_keep_their_status_code_and_detail() {
+        let cases = [
+            (
+                app::Error::Forbidden {
+                    policy: Some("gpu-group".into()),
+                    detail: "denied by policy gpu-group".into(),
+                },
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "denied by policy gpu-group",
+            ),
+            (
+                app::Error::Invalid {
+                    field: "hours".into(),
+                    reason: "must be between 1 and 168".into(),
+                },
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_field",
+                "hours: must be between 1 and 168",
+            ),
+            (
+                app::Error::NotFound("no VM x".into()),
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no VM x",
+            ),
+            (
+                app::Error::Unavailable("retry".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "retry",
+            ),
+            (
+                app::Error::TooLarge("body: too large".into()),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                "body: too large",
+            ),
+        ];
+        for (error, status, code, detail) in cases {
+            let error = ApiError::from(error);
+            assert_eq!(error.status_and_code(), (status, code));
+            assert_eq!(error.to_string(), detail);
+        }
+    }
+
+    #[test]
     fn an_internal_error_keeps_its_sources_and_answers_opaquely() {
         let error = ApiError::internal(Outer(std::io::Error::other("disk on fire")));
         let source = error.source().expect("a source");

@@ -194,3 +194,31 @@ impl From<CatalogError> for Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_extension_past_the_policy_is_forbidden_naming_the_policy() {
+        let refused = ProvisioningError::ExtendPastPolicy {
+            policy: "week-long".into(),
+            hours: 168,
+        };
+        let detail = refused.to_string();
+        let error = vm_command_failed(VmId::new(), CommandError::Rejected(refused));
+        match error {
+            Error::Forbidden { policy, detail: d } => {
+                assert_eq!(policy.as_deref(), Some("week-long"));
+                assert_eq!(d, detail);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_lost_race_is_unavailable_and_says_nothing_changed() {
+        let error = vm_command_failed(VmId::new(), CommandError::Conflict);
+        assert!(matches!(&error, Error::Unavailable(d) if d.contains("nothing was changed")));
+    }
+}
