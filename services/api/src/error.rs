@@ -7,7 +7,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::catalog::CatalogError;
-use domain::provisioning::{ProvisioningError, VmId};
 use serde::Serialize;
 use store::CommandError;
 use utoipa::ToSchema;
@@ -113,11 +112,6 @@ impl From<domain::provisioning::ValueError> for ApiError {
     fn from(e: domain::provisioning::ValueError) -> Self {
         app::Error::from(e).into()
     }
-}
-
-/// A failed command on VM `vm` (the application layer says how each is answered).
-pub(crate) fn vm_command_failed(vm: VmId, e: CommandError<ProvisioningError>) -> ApiError {
-    app::vm_command_failed(vm, e).into()
 }
 
 impl From<CommandError<CatalogError>> for ApiError {

@@ -8,12 +8,14 @@
 //! position of their last event as the caller's last write ([`positions`]), so that the
 //! caller's next read, through any face and on any daemon, can wait until it shows it.
 
+pub mod callbacks;
 mod caller;
 pub mod catalog;
 mod error;
 pub mod idempotency;
 pub mod keys;
 pub mod network;
+pub mod operations;
 pub mod policy;
 mod positions;
 pub mod tokens;

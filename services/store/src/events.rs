@@ -138,8 +138,9 @@ pub async fn status_history(
     vm: VmId,
     upto: u64,
 ) -> Result<Vec<ProvisioningEvent>, sqlx::Error> {
-    let payloads: Vec<serde_json::Value> = sqlx::query_scalar(
-        "SELECT payload::jsonb FROM events
+    // As the feed reads them: text, upcast from the version they were stored at.
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT event_type, event_version, payload::text FROM events
          WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence <= $3
            AND event_type <> 'LogLine'
          ORDER BY sequence",
@@ -149,8 +150,12 @@ pub async fn status_history(
     .bind(upto as i64)
     .fetch_all(pool)
     .await?;
-    payloads
-        .into_iter()
-        .map(|p| serde_json::from_value(p).map_err(|e| sqlx::Error::Decode(Box::new(e))))
+    rows.into_iter()
+        .map(|(event_type, version, payload)| {
+            let payload =
+                serde_json::from_str(&payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            let payload = crate::upcast::upcast(&event_type, &version, payload);
+            serde_json::from_value(payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+        })
         .collect()
 }

@@ -44,8 +44,7 @@ pub async fn list_templates(
             vm_templates.push(NaicTemplate::of(&t, Some(&provider)));
         }
     }
-    let limits = state.app.policies.book().limits(&principal);
-    let usage = crate::policy::usage_of(&state.app, principal.user).await?;
+    let (limits, usage) = state.app.limits_and_usage(&principal).await?;
     let allocated = i64::try_from(limits.vms.value).unwrap_or(i64::MAX);
     let held = i64::try_from(usage.vms).unwrap_or(i64::MAX);
     Ok(Json(TemplatesOut {

@@ -74,6 +74,7 @@ async fn naic_errors(request: Request, next: Next) -> Response {
     }
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = to_bytes(body, 64 * 1024).await else {
+        parts.headers.remove(CONTENT_LENGTH);
         return Response::from_parts(parts, Body::empty());
     };
     let message = serde_json::from_slice::<Value>(&bytes)

@@ -1,19 +1,17 @@
 //! `POST /api/v1/callbacks/{token}`: what a VM reports as it boots (cloud-init) and what
-//! its application reports. No other authentication: the token, signed by the platform,
+//! its application reports, parsed (JSON or a form) and handed to the application layer
+//! (`app::callbacks`). No other authentication: the token, signed by the platform,
 //! names the VM, its create job and the callback kind, and expires. A token that does not
 //! check, has expired, or was used already answers `404` like any unknown URL, and changes
 //! nothing.
 
+use app::callbacks::CallbackReport;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use domain::callbacks::CallbackClaims;
-use domain::provisioning::{BootReport, CallbackKind, Provisioning, ProvisioningCommand};
 use serde::Deserialize;
-use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::error::vm_command_failed;
 use crate::{ApiError, AppState, RequestId};
 
 /// What a callback may carry, as JSON or as a form (cloud-init's `phone_home` posts a
@@ -41,7 +39,6 @@ pub struct CallbackIn {
         (status = 422, description = "A field is invalid (`detail` names it)", body = crate::error::ErrorBody),
         (status = 503, description = "Nothing was changed; retry after `Retry-After` seconds", body = crate::error::ErrorBody),
     ))]
-#[tracing::instrument(skip_all, fields(vm_id))]
 pub async fn callback(
     State(state): State<AppState>,
     Path(token): Path<String>,
@@ -49,22 +46,16 @@ pub async fn callback(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
-    let unknown = || ApiError::NotFound("no such callback".into());
-    let claims = state
-        .app
-        .callbacks
-        .verify(&token, OffsetDateTime::now_utc())
-        .ok_or_else(unknown)?;
-    tracing::Span::current().record("vm_id", tracing::field::display(claims.vm));
-    let report = report(&claims, parse(&headers, &body)?)?;
-    let command = ProvisioningCommand::Callback {
-        job_id: claims.job,
-        report,
+    let input = parse(&headers, &body)?;
+    let report = CallbackReport {
+        hostname: input.hostname,
+        url: input.url,
+        reason: input.reason,
     };
-    let metadata = store::Metadata::new(store::Actor::Vm, request_id.as_str().to_owned());
-    store::execute::<Provisioning>(&state.app.pool, claims.vm, command, &metadata)
-        .await
-        .map_err(|e| vm_command_failed(claims.vm, e))?;
+    state
+        .app
+        .record_callback(&token, report, request_id.as_str())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -93,48 +84,4 @@ fn parse(headers: &HeaderMap, body: &Bytes) -> Result<CallbackIn, ApiError> {
         crate::extract::no_nul(field, value.as_deref())?;
     }
     Ok(parsed)
-}
-
-/// The report of a callback of `claims.kind`, its fields checked.
-fn report(claims: &CallbackClaims, input: CallbackIn) -> Result<BootReport, ApiError> {
-    let invalid = |field: &str, reason: &str| ApiError::Invalid {
-        field: field.into(),
-        reason: reason.into(),
-    };
-    Ok(match claims.kind {
-        CallbackKind::BootStarted => BootReport::BootStarted,
-        CallbackKind::PhoneHome => {
-            let hostname = input.hostname.unwrap_or_default();
-            if !valid_hostname(&hostname) {
-                return Err(invalid(
-                    "hostname",
-                    "must be a host name: 1 to 253 characters of letters, digits, '-' and '.'",
-                ));
-            }
-            BootReport::PhoneHome { hostname }
-        }
-        CallbackKind::AppStarting => BootReport::AppStarting,
-        CallbackKind::AppReady => {
-            let url = input.url.unwrap_or_default();
-            let parsed = url::Url::parse(&url).ok();
-            if !parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host()) {
-                return Err(invalid("url", "must be an http or https URL"));
-            }
-            BootReport::AppReady { url }
-        }
-        CallbackKind::AppFailed => BootReport::AppFailed {
-            reason: input
-                .reason
-                .filter(|r| !r.trim().is_empty())
-                .unwrap_or_else(|| "the application reported a failure".into()),
-        },
-    })
-}
-
-fn valid_hostname(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
 }

@@ -85,8 +85,7 @@ pub async fn get_me(
     State(state): State<AppState>,
     Principal(principal): Principal,
 ) -> Result<Json<MeOut>, ApiError> {
-    let limits = state.app.policies.book().limits(&principal);
-    let usage = crate::policy::usage_of(&state.app, principal.user).await?;
+    let (limits, usage) = state.app.limits_and_usage(&principal).await?;
     Ok(Json(MeOut {
         id: principal.user.as_uuid(),
         email: principal.email,

@@ -19,6 +19,8 @@ impl App {
         hours: u16,
         key: VmKey<'_>,
     ) -> Result<Outcome<VmAfter>, Error> {
+        // Another user's VM is not found, before a policy says anything of it.
+        self.visible(&caller.principal, vm).await?;
         let at = OffsetDateTime::now_utc();
         let limit = self
             .lifetime_limit(&caller.principal, vm, hours, at)

@@ -17,6 +17,8 @@ impl App {
         job: JobId,
         key: VmKey<'_>,
     ) -> Result<Outcome<VmAfter>, Error> {
+        // Another user's VM is not found, before anything about its jobs is said.
+        self.visible(&caller.principal, vm).await?;
         self.may_cancel(&caller.principal, vm, job).await?;
         let command = ProvisioningCommand::CancelJob {
             job_id: job,
@@ -37,6 +39,8 @@ impl App {
         job: JobId,
         key: VmKey<'_>,
     ) -> Result<Outcome<VmAfter>, Error> {
+        // Another user's VM is not found, before anything about its jobs is said.
+        self.visible(&caller.principal, vm).await?;
         self.may_cancel(&caller.principal, vm, job).await?;
         let command = ProvisioningCommand::ForceCancelJob {
             job_id: job,

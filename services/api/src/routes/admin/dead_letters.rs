@@ -97,10 +97,6 @@ pub async fn replay_dead_letter(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<(StatusCode, Json<DeadLetterOut>), ApiError> {
-    match store::dead_letters::request_replay(&state.app.pool, id).await? {
-        Some(letter) => Ok((StatusCode::ACCEPTED, Json(letter.into()))),
-        None => Err(ApiError::NotFound(format!(
-            "no unresolved dead letter {id}"
-        ))),
-    }
+    let letter = state.app.replay_dead_letter(id).await?;
+    Ok((StatusCode::ACCEPTED, Json(letter.into())))
 }

@@ -44,22 +44,11 @@ pub struct DenialsOut {
         (status = 422, description = "The policies are invalid (`detail` says where); the old ones stay", body = crate::error::ErrorBody),
     ))]
 pub async fn reload_policies(State(state): State<AppState>) -> Result<Json<PoliciesOut>, ApiError> {
-    match state.app.policies.reload() {
-        Ok(policies) => {
-            tracing::info!(policies, "policies reloaded");
-            Ok(Json(PoliciesOut {
-                source: state.app.policies.source(),
-                policies,
-            }))
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "policies not reloaded; the old ones stay");
-            Err(ApiError::Invalid {
-                field: "policies".into(),
-                reason: e.to_string(),
-            })
-        }
-    }
+    let policies = state.app.reload_policies()?;
+    Ok(Json(PoliciesOut {
+        source: state.app.policies.source(),
+        policies,
+    }))
 }
 
 /// How many requests each policy refused since this process started.
