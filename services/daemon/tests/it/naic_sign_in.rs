@@ -7,29 +7,17 @@ use domain::identity::{Role, UserId};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{expect_json, try_spawn_app, TestApp};
-use crate::oidc_provider::{Browser, TestProvider, AUDIENCE, CLIENT_ID, CLIENT_SECRET};
+use crate::helpers::{expect_json, TestApp};
+use crate::oidc_provider::{spawn_signed_in_app_with, Browser, TestProvider};
 
 /// The API with sign-in through `provider`, and the projector (the create is read back
 /// through `/api/v1`); no runners.
 async fn signed_in_app(provider: &TestProvider) -> TestApp {
-    let oidc = daemon::OidcConfig {
-        issuer: provider.issuer.clone(),
-        client_id: CLIENT_ID.into(),
-        client_secret: CLIENT_SECRET.to_owned().into(),
-        scopes: vec!["openid".into(), "profile".into(), "email".into()],
-        audience: Some(AUDIENCE.into()),
-        groups_claim: "groups".into(),
-    };
     let roles = daemon::Roles {
         dispatcher: false,
         ..daemon::Roles::ALL
     };
-    let app = try_spawn_app(roles, |config| config.oidc = Some(oidc))
-        .await
-        .expect("the application starts");
-    provider.register_daemon(&app.address).await;
-    app
+    spawn_signed_in_app_with(provider, roles, |_| {}).await
 }
 
 async fn naic_status(browser: &Browser, app: &TestApp) -> reqwest::Response {

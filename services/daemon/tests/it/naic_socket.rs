@@ -12,7 +12,9 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::helpers::{expect_json, vm_request, TestApp};
-use crate::oidc_provider::{spawn_signed_in_app, Browser, TestProvider, CLIENT_ID, CLIENT_SECRET};
+use crate::oidc_provider::{
+    npm_ci, spawn_signed_in_app, Browser, TestProvider, CLIENT_ID, CLIENT_SECRET,
+};
 
 /// How long a test waits for one thing from the client.
 const WITHIN: Duration = Duration::from_secs(60);
@@ -24,19 +26,7 @@ fn client_dir() -> PathBuf {
 /// `npm ci` once per test run when `node_modules` is missing.
 fn install() {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let dir = client_dir();
-        if dir.join("node_modules/socket.io-client").exists() {
-            return;
-        }
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    });
+    INSTALLED.get_or_init(|| npm_ci(&client_dir(), "socket.io-client"));
 }
 
 /// How a client's handshake names the page it comes from.

@@ -37,19 +37,22 @@ fn provider_dir() -> PathBuf {
 /// `npm ci` once per test run when `node_modules` is missing.
 fn install() {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let dir = provider_dir();
-        if dir.join("node_modules/oidc-provider").exists() {
-            return;
-        }
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    });
+    INSTALLED.get_or_init(|| npm_ci(&provider_dir(), "oidc-provider"));
+}
+
+/// `npm ci` in `dir` unless `package` is installed there already (the suite's Node.js
+/// programs: the OpenID provider, the Socket.IO client).
+pub fn npm_ci(dir: &Path, package: &str) {
+    if dir.join("node_modules").join(package).exists() {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("npm runs");
+    assert!(status.success(), "npm ci failed in {}", dir.display());
 }
 
 impl TestProvider {
@@ -284,6 +287,19 @@ pub async fn spawn_signed_in_app(
     provider: &TestProvider,
     configure: impl FnOnce(&mut daemon::Config),
 ) -> crate::helpers::TestApp {
+    let roles = daemon::Roles {
+        api: true,
+        ..daemon::Roles::NONE
+    };
+    spawn_signed_in_app_with(provider, roles, configure).await
+}
+
+/// [`spawn_signed_in_app`] running `roles`.
+pub async fn spawn_signed_in_app_with(
+    provider: &TestProvider,
+    roles: daemon::Roles,
+    configure: impl FnOnce(&mut daemon::Config),
+) -> crate::helpers::TestApp {
     let oidc = daemon::OidcConfig {
         issuer: provider.issuer.clone(),
         client_id: CLIENT_ID.into(),
@@ -291,10 +307,6 @@ pub async fn spawn_signed_in_app(
         scopes: vec!["openid".into(), "profile".into(), "email".into()],
         audience: Some(AUDIENCE.into()),
         groups_claim: "groups".into(),
-    };
-    let roles = daemon::Roles {
-        api: true,
-        ..daemon::Roles::NONE
     };
     let app = crate::helpers::try_spawn_app(roles, |config| {
         config.oidc = Some(oidc);
