@@ -9,6 +9,7 @@ mod decide;
 pub mod identity;
 pub mod provisioning;
 pub mod quota;
+pub mod taskservs;
 
 pub use actor::Actor;
 pub use decide::Decide;

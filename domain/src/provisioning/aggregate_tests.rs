@@ -25,6 +25,7 @@ pub(super) fn spec() -> VmSpec {
         duration_hours: DurationHours::parse(8).unwrap(),
         username: "ubuntu".into(),
         owner: crate::identity::UserId::BUILTIN_ADMIN,
+        taskservs: vec![],
     }
 }
 

@@ -367,6 +367,10 @@ pub struct VmSpec {
     /// earlier versions, which belong to the built-in admin.
     #[serde(default = "builtin_admin")]
     pub owner: UserId,
+    /// The taskservs to install, in order: the request's, with what they require, resolved
+    /// against the deployment's catalog. Absent from events of earlier versions (none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taskservs: Vec<crate::taskservs::PlannedTaskserv>,
 }
 
 fn default_username() -> String {

@@ -130,6 +130,7 @@ mod tests {
                 duration_hours: DurationHours::parse(4).unwrap(),
         username: "ubuntu".into(),
                 owner: domain::identity::UserId::BUILTIN_ADMIN,
+                taskservs: vec![],
             },
         }
     }

@@ -122,6 +122,7 @@ mod tests {
             duration_hours: DurationHours::parse(168).unwrap(),
             username: text,
             owner: domain::identity::UserId::BUILTIN_ADMIN,
+            taskservs: vec![],
         }
     }
 

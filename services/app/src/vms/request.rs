@@ -183,6 +183,7 @@ impl App {
             duration_hours,
             username: row.username,
             owner: owner.user,
+            taskservs: vec![],
         })
     }
 }

@@ -282,5 +282,6 @@ pub fn spec() -> VmSpec {
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "ubuntu".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
+        taskservs: vec![],
     }
 }

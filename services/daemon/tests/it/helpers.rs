@@ -530,6 +530,7 @@ pub fn vm_spec(name: &str) -> domain::provisioning::VmSpec {
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "ubuntu".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
+        taskservs: vec![],
     }
 }
 

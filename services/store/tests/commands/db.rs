@@ -69,6 +69,7 @@ pub fn vm_spec(name: &str) -> VmSpec {
         duration_hours: DurationHours::parse(1).unwrap(),
         username: "debian".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
+        taskservs: vec![],
     }
 }
 
