@@ -19,10 +19,14 @@ pub struct CallbackClaims {
     pub kind: CallbackKind,
     /// Unix seconds after which the token is refused.
     pub expires: i64,
+    /// The taskserv step a taskserv kind reports on (its index in the plan); 0 otherwise.
+    pub step: u8,
 }
 
-/// 16 bytes of VM id, 4 of job, 1 of kind, 8 of expiry.
-const CLAIMS_LEN: usize = 29;
+/// 16 bytes of VM id, 4 of job, 1 of kind, 8 of expiry, 1 of step. Tokens of earlier
+/// versions have no step byte (29 bytes): they read as step 0.
+const CLAIMS_LEN: usize = 30;
+const CLAIMS_LEN_V1: usize = 29;
 const MAC_LEN: usize = 32;
 
 /// Signs and checks tokens with the deployment's key. The key is never shown.
@@ -53,10 +57,11 @@ impl CallbackSigner {
     /// The claims of `token` if it was signed with this key and has not expired at `now`.
     pub fn verify(&self, token: &str, now: OffsetDateTime) -> Option<CallbackClaims> {
         let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
-        if bytes.len() != CLAIMS_LEN + MAC_LEN {
+        let len = bytes.len().checked_sub(MAC_LEN)?;
+        if len != CLAIMS_LEN && len != CLAIMS_LEN_V1 {
             return None;
         }
-        let (claims, mac) = bytes.split_at(CLAIMS_LEN);
+        let (claims, mac) = bytes.split_at(len);
         self.mac(claims).verify_slice(mac).ok()?;
         let claims = decode(claims)?;
         (now.unix_timestamp() < claims.expires).then_some(claims)
@@ -78,7 +83,8 @@ fn encode(claims: &CallbackClaims) -> [u8; CLAIMS_LEN] {
         .iter()
         .position(|k| *k == claims.kind)
         .expect("every kind is in ALL") as u8;
-    bytes[21..].copy_from_slice(&claims.expires.to_be_bytes());
+    bytes[21..29].copy_from_slice(&claims.expires.to_be_bytes());
+    bytes[29] = claims.step;
     bytes
 }
 
@@ -87,11 +93,13 @@ fn decode(bytes: &[u8]) -> Option<CallbackClaims> {
     let job = u32::from_be_bytes(bytes[16..20].try_into().ok()?);
     let kind = *CallbackKind::ALL.get(bytes[20] as usize)?;
     let expires = i64::from_be_bytes(bytes[21..29].try_into().ok()?);
+    let step = bytes.get(29).copied().unwrap_or(0);
     Some(CallbackClaims {
         vm: vm.into(),
         job: JobId::new(job),
         kind,
         expires,
+        step,
     })
 }
 
@@ -109,6 +117,7 @@ mod tests {
             job: JobId::new(3),
             kind: CallbackKind::PhoneHome,
             expires: 2_000_000_000,
+            step: 0,
         }
     }
 
@@ -137,6 +146,30 @@ mod tests {
         );
         assert_eq!(signer(1).verify("not-a-token", now()), None);
         assert_eq!(signer(1).verify(&token[..40], now()), None);
+    }
+
+    #[test]
+    fn a_taskserv_token_binds_its_step_and_an_earlier_token_still_checks() {
+        let step = CallbackClaims {
+            kind: CallbackKind::TaskservInstalled,
+            step: 3,
+            ..claims()
+        };
+        let token = signer(1).sign(&step);
+        assert_eq!(signer(1).verify(&token, now()), Some(step));
+        let mut bytes = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        bytes[29] = 4; // another step
+        assert_eq!(
+            signer(1).verify(&URL_SAFE_NO_PAD.encode(&bytes), now()),
+            None
+        );
+        // A token of the earlier layout: 29 bytes of claims, signed as they were.
+        let old = claims();
+        let v1 = &encode(&old)[..CLAIMS_LEN_V1];
+        let mut token = v1.to_vec();
+        token.extend_from_slice(&signer(1).mac(v1).finalize().into_bytes());
+        let token = URL_SAFE_NO_PAD.encode(token);
+        assert_eq!(signer(1).verify(&token, now()), Some(old));
     }
 
     #[test]

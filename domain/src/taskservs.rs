@@ -108,7 +108,9 @@ pub enum TaskservState {
     Pending,
     Started,
     /// Its health check passed; with what it reported (a URL, a join token's location).
-    Installed { outputs: BTreeMap<String, String> },
+    Installed {
+        outputs: BTreeMap<String, String>,
+    },
     Failed {
         exit_code: Option<i32>,
         /// The last lines of its output.

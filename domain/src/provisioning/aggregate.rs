@@ -160,6 +160,12 @@ impl Decide for Provisioning {
                 self.existing()?;
                 boot::callback(&self.lifecycle, job_id, report)
             }
+            ProvisioningCommand::InstallTaskservs { taskservs } => self.install(taskservs),
+            ProvisioningCommand::ReportTaskserv {
+                job_id,
+                step,
+                report,
+            } => self.report_taskserv(job_id, step, report),
             ProvisioningCommand::MarkUnreachable { job_id, reason } => {
                 self.existing()?;
                 boot::unreachable(&self.lifecycle, job_id, reason)
@@ -383,6 +389,52 @@ impl Provisioning {
     }
 
     /// Only a destroyed VM is archived; archiving it again changes nothing.
+    /// Taskservs for the running VM: the plan recorded, and its install job queued now or
+    /// behind the active one.
+    fn install(
+        &self,
+        taskservs: Vec<crate::taskservs::PlannedTaskserv>,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let lifecycle = &self.lifecycle;
+        self.existing()?;
+        if lifecycle.status != VmStatus::Running || lifecycle.destroy_to_come() {
+            return Err(ProvisioningError::CannotInstall(lifecycle.status));
+        }
+        let job_id = lifecycle.next_job_id();
+        let job = match lifecycle.active_job {
+            Some(_) => ProvisioningEvent::JobRequested {
+                job_id,
+                action: JobAction::Install,
+            },
+            None => {
+                let mut spec = self.spec.clone().ok_or(ProvisioningError::NotFound)?;
+                spec.taskservs = taskservs.clone();
+                ProvisioningEvent::JobQueued {
+                    job_id,
+                    action: JobAction::Install,
+                    spec,
+                }
+            }
+        };
+        Ok(vec![
+            ProvisioningEvent::TaskservsRequested { job_id, taskservs },
+            job,
+        ])
+    }
+
+    fn report_taskserv(
+        &self,
+        job_id: JobId,
+        step: u8,
+        report: super::boot::TaskservReport,
+    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
+        let job = self.active_job(job_id)?;
+        if job.action != JobAction::Install {
+            return Err(ProvisioningError::JobNotActive(job_id));
+        }
+        super::progress::runner_report(&self.lifecycle, job_id, step, report)
+    }
+
     fn archive(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         match self.lifecycle.status {
             VmStatus::Unknown => Err(ProvisioningError::NotFound),
@@ -439,7 +491,15 @@ impl Provisioning {
         job_id: JobId,
         action: JobAction,
     ) -> Result<ProvisioningEvent, ProvisioningError> {
-        let spec = self.spec.clone().ok_or(ProvisioningError::NotFound)?;
+        let mut spec = self.spec.clone().ok_or(ProvisioningError::NotFound)?;
+        if action == JobAction::Install {
+            // An install job's message carries its own steps, not the create's plan.
+            spec.taskservs = self
+                .lifecycle
+                .steps_of(job_id)
+                .map(|e| e.step.clone())
+                .collect();
+        }
         Ok(ProvisioningEvent::JobQueued {
             job_id,
             action,
@@ -508,6 +568,7 @@ impl Provisioning {
             .filter(|ip| !ip.is_empty())
             .map(str::to_owned);
         match (job.action, vm_ip) {
+            (JobAction::Install, _) => vec![ProvisioningEvent::InstallEnded { job_id: job.id }],
             (JobAction::Destroy, _) => vec![ProvisioningEvent::Destroyed { job_id: job.id }],
             (JobAction::Create, Some(vm_ip)) => vec![ProvisioningEvent::Applied {
                 job_id: job.id,
@@ -591,3 +652,7 @@ mod life_tests;
 #[cfg(test)]
 #[path = "drift_tests.rs"]
 mod drift_tests;
+
+#[cfg(test)]
+#[path = "taskserv_tests.rs"]
+mod taskserv_tests;

@@ -1,6 +1,8 @@
 //! After a create: the VM boots and calls back (cloud-init), and the application on it
 //! reports its readiness. Each callback kind is accepted once per create job.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::error::ProvisioningError;
@@ -23,15 +25,41 @@ pub enum CallbackKind {
     AppReady,
     /// The application could not start, for the reason it reports.
     AppFailed,
+    /// A taskserv of the VM's plan starts (its step in the token).
+    TaskservStarted,
+    /// A taskserv installed and is healthy, with its outputs.
+    TaskservInstalled,
+    /// A taskserv failed, with its exit code and last lines.
+    TaskservFailed,
 }
 
 impl CallbackKind {
-    pub const ALL: [CallbackKind; 5] = [
+    /// Every kind, in the order tokens encode them (append only).
+    pub const ALL: [CallbackKind; 8] = [
         CallbackKind::BootStarted,
         CallbackKind::PhoneHome,
         CallbackKind::AppStarting,
         CallbackKind::AppReady,
         CallbackKind::AppFailed,
+        CallbackKind::TaskservStarted,
+        CallbackKind::TaskservInstalled,
+        CallbackKind::TaskservFailed,
+    ];
+
+    /// The kinds every booting VM is given a URL for; taskserv kinds come per step.
+    pub const BOOT: [CallbackKind; 5] = [
+        CallbackKind::BootStarted,
+        CallbackKind::PhoneHome,
+        CallbackKind::AppStarting,
+        CallbackKind::AppReady,
+        CallbackKind::AppFailed,
+    ];
+
+    /// The kinds of one taskserv step.
+    pub const TASKSERV: [CallbackKind; 3] = [
+        CallbackKind::TaskservStarted,
+        CallbackKind::TaskservInstalled,
+        CallbackKind::TaskservFailed,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -41,6 +69,9 @@ impl CallbackKind {
             CallbackKind::AppStarting => "app_starting",
             CallbackKind::AppReady => "app_ready",
             CallbackKind::AppFailed => "app_failed",
+            CallbackKind::TaskservStarted => "taskserv_started",
+            CallbackKind::TaskservInstalled => "taskserv_installed",
+            CallbackKind::TaskservFailed => "taskserv_failed",
         }
     }
 
@@ -53,10 +84,47 @@ impl CallbackKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BootReport {
     BootStarted,
-    PhoneHome { hostname: String },
+    PhoneHome {
+        hostname: String,
+        /// The VM's SSH host keys (public), as cloud-init posts them.
+        host_keys: Vec<String>,
+    },
     AppStarting,
-    AppReady { url: String },
-    AppFailed { reason: String },
+    AppReady {
+        url: String,
+    },
+    AppFailed {
+        reason: String,
+    },
+    /// Step `step` (its index in the plan) of the VM's taskservs.
+    Taskserv {
+        step: u8,
+        report: TaskservReport,
+    },
+}
+
+/// What a taskserv reports, by callback or from an install job's runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum TaskservReport {
+    Started,
+    Installed {
+        outputs: BTreeMap<String, String>,
+    },
+    Failed {
+        exit_code: Option<i32>,
+        last_lines: Vec<String>,
+    },
+}
+
+impl TaskservReport {
+    pub fn kind(&self) -> CallbackKind {
+        match self {
+            TaskservReport::Started => CallbackKind::TaskservStarted,
+            TaskservReport::Installed { .. } => CallbackKind::TaskservInstalled,
+            TaskservReport::Failed { .. } => CallbackKind::TaskservFailed,
+        }
+    }
 }
 
 impl BootReport {
@@ -67,6 +135,7 @@ impl BootReport {
             BootReport::AppStarting => CallbackKind::AppStarting,
             BootReport::AppReady { .. } => CallbackKind::AppReady,
             BootReport::AppFailed { .. } => CallbackKind::AppFailed,
+            BootReport::Taskserv { report, .. } => report.kind(),
         }
     }
 }
@@ -78,6 +147,9 @@ pub struct Boot {
     pub job: JobId,
     pub received: Vec<CallbackKind>,
     pub hostname: Option<String>,
+    /// The SSH host keys it posted when it phoned home: an install job trusts these alone.
+    #[serde(default)]
+    pub host_keys: Vec<String>,
     /// No phone-home came within the boot timeout.
     pub unreachable: bool,
 }
@@ -88,6 +160,7 @@ impl Boot {
             job,
             received: vec![],
             hostname: None,
+            host_keys: vec![],
             unreachable: false,
         }
     }
@@ -126,21 +199,31 @@ pub(super) fn callback(
 ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
     let kind = report.kind();
     let refused = |why: String| Err(ProvisioningError::CallbackRefused(why));
+
     let Some(boot) = lifecycle.boot.as_ref().filter(|b| b.job == job_id) else {
         return refused(format!("no VM of job {job_id} stands"));
     };
     if !standing(lifecycle) {
         return refused(format!("the VM is {}", lifecycle.status.as_str()));
     }
-    if boot.received(kind) {
+    // A taskserv's kinds come once per step: its progress decides.
+    if boot.received(kind) && !CallbackKind::TASKSERV.contains(&kind) {
         return refused(format!("{} was reported already", kind.as_str()));
     }
     use ProvisioningEvent as E;
     let event = match report {
         BootReport::BootStarted => E::BootStarted { job_id },
-        BootReport::PhoneHome { hostname } => E::PhonedHome {
+        BootReport::PhoneHome {
+            hostname,
+            host_keys,
+        } => E::PhonedHome {
             job_id,
             hostname: limits::clean(hostname, limits::MAX_NAME),
+            host_keys: host_keys
+                .into_iter()
+                .take(8)
+                .map(|k| limits::clean(k, limits::MAX_TEXT))
+                .collect(),
         },
         BootReport::AppStarting => E::AppStarting { job_id },
         BootReport::AppReady { url } => E::AppReady {
@@ -151,6 +234,9 @@ pub(super) fn callback(
             job_id,
             reason: limits::clean(reason, limits::MAX_TEXT),
         },
+        BootReport::Taskserv { step, report } => {
+            return super::progress::report(lifecycle, job_id, step, report)
+        }
     };
     Ok(vec![event])
 }

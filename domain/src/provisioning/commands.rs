@@ -55,6 +55,18 @@ pub enum ProvisioningCommand {
     },
     /// A callback from the VM made by create job `job_id` (its token checked by the API).
     Callback { job_id: JobId, report: BootReport },
+    /// Install taskservs on the running VM (a plan resolved against the catalog): an
+    /// install job, now or after the jobs before it.
+    InstallTaskservs {
+        taskservs: Vec<crate::taskservs::PlannedTaskserv>,
+    },
+    /// What install job `job_id`'s runner reported of its step `step`. A report that came
+    /// already changes nothing (the runner's messages may be delivered twice).
+    ReportTaskserv {
+        job_id: JobId,
+        step: u8,
+        report: super::boot::TaskservReport,
+    },
     /// The VM made by create job `job_id` did not phone home in time.
     MarkUnreachable { job_id: JobId, reason: String },
     /// Give the VM `hours` more, within the longest duration from `at`, and no later than

@@ -37,6 +37,8 @@ pub enum ProvisioningError {
     #[error("the VM is {}: it cannot be refreshed", .0.as_str())]
     CannotRefresh(VmStatus),
     /// A callback token that does not fit the VM as it is: answered as an unknown URL.
+    #[error("the VM is {}: taskservs install on a running VM", .0.as_str())]
+    CannotInstall(VmStatus),
     #[error("callback refused: {0}")]
     CallbackRefused(String),
     #[error("the VM is {}: its expiry cannot change", .0.as_str())]

@@ -6,6 +6,7 @@ use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 
 use super::values::{JobId, VmSpec};
+use crate::taskservs::{PlannedTaskserv, TaskservName};
 
 /// What a Terraform job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +21,8 @@ pub enum JobAction {
     /// reads what the cloud has, changes nothing there, updates the state and outputs (the
     /// address), and reports what changed outside Terraform.
     Refresh,
+    /// Installs taskservs on a running VM over SSH, in order; changes no cloud resource.
+    Install,
 }
 
 impl JobAction {
@@ -28,7 +31,14 @@ impl JobAction {
             JobAction::Create => "create",
             JobAction::Destroy => "destroy",
             JobAction::Refresh => "refresh",
+            JobAction::Install => "install",
         }
+    }
+
+    /// Whether the job's failure leaves the VM as it was (a refresh or an install changes
+    /// no cloud resource), rather than failed until a retry or a destroy.
+    pub fn keeps_the_vm(&self) -> bool {
+        matches!(self, JobAction::Refresh | JobAction::Install)
     }
 
     pub fn parse(action: &str) -> Option<Self> {
@@ -36,6 +46,7 @@ impl JobAction {
             "create" | "apply" => Some(JobAction::Create),
             "destroy" => Some(JobAction::Destroy),
             "refresh" => Some(JobAction::Refresh),
+            "install" => Some(JobAction::Install),
             _ => None,
         }
     }
@@ -179,7 +190,14 @@ pub enum ProvisioningEvent {
     /// cloud-init on the VM made by create job `job_id` started (`initializing`).
     BootStarted { job_id: JobId },
     /// cloud-init phoned home: the VM is up (`running`).
-    PhonedHome { job_id: JobId, hostname: String },
+    /// `host_keys`: the SSH host keys it posted (public, OpenSSH lines), which install
+    /// jobs pin; absent from events of earlier versions.
+    PhonedHome {
+        job_id: JobId,
+        hostname: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        host_keys: Vec<String>,
+    },
     /// No phone-home came within the boot timeout (`unreachable`); a later one still
     /// brings the VM to `running`.
     Unreachable { job_id: JobId, reason: String },
@@ -189,6 +207,31 @@ pub enum ProvisioningEvent {
     AppReady { job_id: JobId, url: String },
     /// The application on the VM could not start.
     AppFailed { job_id: JobId, reason: String },
+    /// Taskservs to install on the running VM by install job `job_id`, in order (resolved
+    /// against the catalog, with the versions it had).
+    TaskservsRequested {
+        job_id: JobId,
+        taskservs: Vec<PlannedTaskserv>,
+    },
+    /// A taskserv of job `job_id` (the create whose VM boots, or an install) started.
+    TaskservStarted { job_id: JobId, name: TaskservName },
+    /// A taskserv installed and its health check passed; `outputs` are what it reported
+    /// (a URL, where a token is kept), never a secret the platform keeps.
+    TaskservInstalled {
+        job_id: JobId,
+        name: TaskservName,
+        version: String,
+        outputs: BTreeMap<String, String>,
+    },
+    /// A taskserv failed: its exit code and the last lines of its output.
+    TaskservFailed {
+        job_id: JobId,
+        name: TaskservName,
+        exit_code: Option<i32>,
+        last_lines: Vec<String>,
+    },
+    /// An install job ended: each of its taskservs ran (their events tell how).
+    InstallEnded { job_id: JobId },
     /// The owner gave the VM `hours` more.
     ExpiryExtended {
         hours: u16,
@@ -242,6 +285,11 @@ impl ProvisioningEvent {
             ProvisioningEvent::AppStarting { .. } => "AppStarting",
             ProvisioningEvent::AppReady { .. } => "AppReady",
             ProvisioningEvent::AppFailed { .. } => "AppFailed",
+            ProvisioningEvent::TaskservsRequested { .. } => "TaskservsRequested",
+            ProvisioningEvent::TaskservStarted { .. } => "TaskservStarted",
+            ProvisioningEvent::TaskservInstalled { .. } => "TaskservInstalled",
+            ProvisioningEvent::TaskservFailed { .. } => "TaskservFailed",
+            ProvisioningEvent::InstallEnded { .. } => "InstallEnded",
             ProvisioningEvent::ExpiryExtended { .. } => "ExpiryExtended",
             ProvisioningEvent::ExpirySet { .. } => "ExpirySet",
             ProvisioningEvent::ExpiryWarning { .. } => "ExpiryWarning",

@@ -95,6 +95,8 @@ impl JobLimits {
             JobAction::Create => self.create,
             JobAction::Destroy => self.destroy,
             JobAction::Refresh => self.refresh,
+            // Installs run scripts on the VM, as long as a create may take.
+            JobAction::Install => self.create,
         }
     }
 }

@@ -28,6 +28,7 @@ fn callback(n: u32, report: BootReport) -> ProvisioningCommand {
 fn phone_home() -> BootReport {
     BootReport::PhoneHome {
         hostname: "web-1".into(),
+        host_keys: vec![],
     }
 }
 
@@ -35,6 +36,7 @@ fn phoned_home() -> ProvisioningEvent {
     ProvisioningEvent::PhonedHome {
         job_id: job(1),
         hostname: "web-1".into(),
+        host_keys: vec![],
     }
 }
 

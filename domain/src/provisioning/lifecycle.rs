@@ -131,13 +131,20 @@ pub struct Lifecycle {
     /// What the application on the VM last reported.
     #[serde(default)]
     pub app: Option<AppStatus>,
+    /// The taskservs the request planned, installed by the create once it made the VM.
+    #[serde(default)]
+    pub planned: Vec<crate::taskservs::PlannedTaskserv>,
+    /// The VM's taskservs (its create's, then installs'), in order, with their state.
+    #[serde(default)]
+    pub taskservs: Vec<super::progress::TaskservEntry>,
 }
 
 impl Lifecycle {
     pub fn apply(&mut self, event: &ProvisioningEvent) {
         match event {
-            ProvisioningEvent::Requested { expires_at, .. } => {
+            ProvisioningEvent::Requested { expires_at, spec } => {
                 self.settled = VmStatus::Requested;
+                self.planned = spec.taskservs.clone();
                 self.expiry = expires_at.map(Expiry::new);
             }
             ProvisioningEvent::JobRequested { job_id, action } => {
@@ -202,6 +209,7 @@ impl Lifecycle {
                 self.settled = VmStatus::Provisioned;
                 self.boot = Some(Boot::new(*job_id));
                 self.app = None;
+                self.plan_boot(*job_id);
                 self.end(*job_id, JobAction::Create, JobState::Succeeded, false);
             }
             ProvisioningEvent::Refreshed { job_id, .. } => {
@@ -219,9 +227,10 @@ impl Lifecycle {
                 ..
             } => {
                 self.last_error = Some(reason.clone());
-                if *action != JobAction::Refresh {
+                if !action.keeps_the_vm() {
                     self.settled = VmStatus::Failed;
                 }
+                self.skip_rest(*job_id);
                 self.end(*job_id, *action, JobState::Failed, *forced);
             }
             ProvisioningEvent::JobCancelled {
@@ -232,12 +241,13 @@ impl Lifecycle {
                 ..
             } => {
                 let was_waiting = self.waiting.iter().any(|w| w.id == *job_id);
-                if *action != JobAction::Refresh && !was_waiting {
+                if !action.keeps_the_vm() && !was_waiting {
                     // A create or destroy stopped before its end leaves the VM as it was
                     // when it stopped: failed, until a retry or a destroy.
                     self.last_error = Some(reason.clone());
                     self.settled = VmStatus::Failed;
                 }
+                self.skip_rest(*job_id);
                 self.end(*job_id, *action, JobState::Cancelled, *forced);
             }
             ProvisioningEvent::DestroyRequested => {
@@ -251,6 +261,7 @@ impl Lifecycle {
                 self.settled = VmStatus::Destroyed;
                 self.boot = None;
                 self.app = None;
+                self.taskservs.clear();
                 self.end(*job_id, JobAction::Destroy, JobState::Succeeded, false);
             }
             ProvisioningEvent::BootStarted { .. }
@@ -259,6 +270,14 @@ impl Lifecycle {
             | ProvisioningEvent::AppStarting { .. }
             | ProvisioningEvent::AppReady { .. }
             | ProvisioningEvent::AppFailed { .. } => self.apply_boot(event),
+            ProvisioningEvent::TaskservsRequested { .. }
+            | ProvisioningEvent::TaskservStarted { .. }
+            | ProvisioningEvent::TaskservInstalled { .. }
+            | ProvisioningEvent::TaskservFailed { .. } => self.apply_taskserv(event),
+            ProvisioningEvent::InstallEnded { job_id } => {
+                self.skip_rest(*job_id);
+                self.end(*job_id, JobAction::Install, JobState::Succeeded, false);
+            }
             ProvisioningEvent::ExpiryExtended { expires_at, .. }
             | ProvisioningEvent::ExpirySet { expires_at } => {
                 self.expiry = Some(Expiry::new(*expires_at));
@@ -296,11 +315,17 @@ impl Lifecycle {
                 }
                 CallbackKind::BootStarted
             }
-            E::PhonedHome { hostname, .. } => {
+            E::PhonedHome {
+                hostname,
+                host_keys,
+                ..
+            } => {
                 boot.hostname = Some(hostname.clone());
+                boot.host_keys = host_keys.clone();
                 boot.unreachable = false;
                 if standing {
-                    self.settled = S::Running;
+                    // Its taskservs still installing keep it `initializing`.
+                    self.settled = S::Initializing;
                 }
                 CallbackKind::PhoneHome
             }
@@ -330,6 +355,7 @@ impl Lifecycle {
         if !boot.received.contains(&kind) {
             boot.received.push(kind);
         }
+        self.taskservs_moved();
     }
 
     fn active(&mut self, job_id: JobId) -> Option<&mut ActiveJob> {
@@ -400,11 +426,7 @@ impl Lifecycle {
     /// The action a retry runs again: that of the last create or destroy, when it failed or
     /// was cancelled and nothing has succeeded since.
     pub fn retryable(&self) -> Option<JobAction> {
-        let last = self
-            .ended
-            .iter()
-            .rev()
-            .find(|e| e.action != JobAction::Refresh)?;
+        let last = self.ended.iter().rev().find(|e| !e.action.keeps_the_vm())?;
         match last.state {
             JobState::Failed | JobState::Cancelled if self.settled == VmStatus::Failed => {
                 Some(last.action)

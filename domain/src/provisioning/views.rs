@@ -162,9 +162,10 @@ impl VmView {
                 }
                 return;
             }
-            E::Applied { job_id, .. } | E::Refreshed { job_id, .. } | E::Destroyed { job_id } => {
-                (job_id, JobState::Succeeded, Some(0), None)
-            }
+            E::Applied { job_id, .. }
+            | E::Refreshed { job_id, .. }
+            | E::Destroyed { job_id }
+            | E::InstallEnded { job_id } => (job_id, JobState::Succeeded, Some(0), None),
             E::Failed {
                 job_id,
                 reason,
@@ -187,6 +188,10 @@ impl VmView {
             | E::AppStarting { .. }
             | E::AppReady { .. }
             | E::AppFailed { .. }
+            | E::TaskservsRequested { .. }
+            | E::TaskservStarted { .. }
+            | E::TaskservInstalled { .. }
+            | E::TaskservFailed { .. }
             | E::ExpiryExtended { .. }
             | E::ExpirySet { .. }
             | E::ExpiryWarning { .. }

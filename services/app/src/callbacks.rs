@@ -4,7 +4,9 @@
 //! changes nothing.
 
 use domain::callbacks::CallbackClaims;
-use domain::provisioning::{BootReport, CallbackKind, Provisioning, ProvisioningCommand};
+use domain::provisioning::{
+    BootReport, CallbackKind, Provisioning, ProvisioningCommand, TaskservReport,
+};
 use time::OffsetDateTime;
 
 use crate::{App, Error};
@@ -18,6 +20,14 @@ pub struct CallbackReport {
     pub url: Option<String>,
     /// `app_failed`: why it could not start.
     pub reason: Option<String>,
+    /// `phone_home`: the VM's SSH host keys (OpenSSH public key lines).
+    pub host_keys: Vec<String>,
+    /// `taskserv_installed`: what the taskserv reported, `key=value` lines.
+    pub outputs: Option<String>,
+    /// `taskserv_failed`: its exit code.
+    pub exit_code: Option<String>,
+    /// `taskserv_failed`: the last lines of its output.
+    pub last_lines: Option<String>,
 }
 
 impl App {
@@ -59,7 +69,10 @@ fn report(claims: &CallbackClaims, input: CallbackReport) -> Result<BootReport, 
                     "must be a host name: 1 to 253 characters of letters, digits, '-' and '.'",
                 ));
             }
-            BootReport::PhoneHome { hostname }
+            BootReport::PhoneHome {
+                hostname,
+                host_keys: input.host_keys,
+            }
         }
         CallbackKind::AppStarting => BootReport::AppStarting,
         CallbackKind::AppReady => {
@@ -76,6 +89,42 @@ fn report(claims: &CallbackClaims, input: CallbackReport) -> Result<BootReport, 
                 .filter(|r| !r.trim().is_empty())
                 .unwrap_or_else(|| "the application reported a failure".into()),
         },
+        kind => BootReport::Taskserv {
+            step: claims.step,
+            report: taskserv_report(kind, input)?,
+        },
+    })
+}
+
+/// A taskserv's report: its outputs as `key=value` lines (others ignored), or its exit
+/// code and last lines.
+fn taskserv_report(kind: CallbackKind, input: CallbackReport) -> Result<TaskservReport, Error> {
+    Ok(match kind {
+        CallbackKind::TaskservInstalled => TaskservReport::Installed {
+            outputs: input
+                .outputs
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| line.split_once('='))
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .collect(),
+        },
+        CallbackKind::TaskservFailed => TaskservReport::Failed {
+            exit_code: match input.exit_code.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(code) => Some(
+                    code.parse()
+                        .map_err(|_| Error::invalid("exit_code", "must be a whole number"))?,
+                ),
+            },
+            last_lines: input
+                .last_lines
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+        },
+        _ => TaskservReport::Started,
     })
 }
 

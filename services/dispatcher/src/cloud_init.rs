@@ -41,12 +41,20 @@ pub struct CallbackUrls {
 }
 
 impl CallbackUrls {
-    pub fn url(&self, job: &JobMessage, kind: CallbackKind, now: OffsetDateTime) -> String {
+    /// The URL of callback `kind` (of taskserv step `step`; 0 for the other kinds).
+    pub fn url(
+        &self,
+        job: &JobMessage,
+        kind: CallbackKind,
+        step: u8,
+        now: OffsetDateTime,
+    ) -> String {
         let claims = CallbackClaims {
             vm: job.vm_id,
             job: job.job_id,
             kind,
             expires: now.unix_timestamp() + self.ttl.as_secs() as i64,
+            step,
         };
         let base = self.public_url.trim_end_matches('/');
         format!("{base}/api/v1/callbacks/{}", self.signer.sign(&claims))
@@ -59,9 +67,9 @@ pub fn urls(job: &JobMessage, callbacks: Option<&CallbackUrls>) -> Vec<(Callback
         return vec![];
     };
     let now = OffsetDateTime::now_utc();
-    CallbackKind::ALL
+    CallbackKind::BOOT
         .iter()
-        .map(|kind| (*kind, callbacks.url(job, *kind, now)))
+        .map(|kind| (*kind, callbacks.url(job, *kind, 0, now)))
         .collect()
 }
 

@@ -65,6 +65,14 @@ pub async fn run_action(
         JobAction::Create => &["apply", "-auto-approve"],
         JobAction::Destroy => &["destroy", "-auto-approve"],
         JobAction::Refresh => &["refresh"],
+        JobAction::Install => {
+            diagnostics.push(Diagnostic {
+                severity: domain::provisioning::Severity::Error,
+                summary: "an install job runs no Terraform action".into(),
+                detail: String::new(),
+            });
+            return Ok(1);
+        }
     };
     let command = || {
         let mut cmd = terraform(config);

@@ -25,10 +25,22 @@ pub struct CallbackIn {
     pub url: Option<String>,
     /// `app_failed`: why it could not start.
     pub reason: Option<String>,
+    /// `phone_home`: the VM's SSH host keys, as cloud-init posts them; install jobs pin
+    /// these.
+    pub pub_key_ed25519: Option<String>,
+    pub pub_key_ecdsa: Option<String>,
+    pub pub_key_rsa: Option<String>,
+    /// `taskserv_installed`: the taskserv's outputs, `key=value` lines.
+    pub outputs: Option<String>,
+    /// `taskserv_failed`: its exit code.
+    pub exit_code: Option<String>,
+    /// `taskserv_failed`: the last lines of its output.
+    pub last_lines: Option<String>,
 }
 
-/// Records a VM's callback: `boot_started`, `phone_home`, `app_starting`, `app_ready`
-/// or `app_failed`, as its token says. Each URL works once.
+/// Records a VM's callback: `boot_started`, `phone_home`, `app_starting`, `app_ready`,
+/// `app_failed`, or a taskserv's `taskserv_started`, `taskserv_installed` or
+/// `taskserv_failed`, as its token says. Each URL works once.
 #[utoipa::path(post, path = "/api/v1/callbacks/{token}", tag = "callbacks",
     operation_id = "vm_callback",
     params(("token" = String, Path, description = "The signed token of the callback URL the VM was given")),
@@ -47,10 +59,24 @@ pub async fn callback(
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
     let input = parse(&headers, &body)?;
+    let host_keys = [
+        input.pub_key_ed25519,
+        input.pub_key_ecdsa,
+        input.pub_key_rsa,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|k| k.trim().to_owned())
+    .filter(|k| !k.is_empty())
+    .collect();
     let report = CallbackReport {
         hostname: input.hostname,
         url: input.url,
         reason: input.reason,
+        host_keys,
+        outputs: input.outputs,
+        exit_code: input.exit_code,
+        last_lines: input.last_lines,
     };
     state
         .app
@@ -79,6 +105,12 @@ fn parse(headers: &HeaderMap, body: &Bytes) -> Result<CallbackIn, ApiError> {
         ("hostname", &parsed.hostname),
         ("url", &parsed.url),
         ("reason", &parsed.reason),
+        ("pub_key_ed25519", &parsed.pub_key_ed25519),
+        ("pub_key_ecdsa", &parsed.pub_key_ecdsa),
+        ("pub_key_rsa", &parsed.pub_key_rsa),
+        ("outputs", &parsed.outputs),
+        ("exit_code", &parsed.exit_code),
+        ("last_lines", &parsed.last_lines),
     ];
     for (field, value) in texts {
         crate::extract::no_nul(field, value.as_deref())?;

@@ -250,6 +250,7 @@ async fn an_expired_altered_or_foreign_callback_url_is_refused_and_changes_nothi
         job: domain::provisioning::JobId::FIRST,
         kind: domain::provisioning::CallbackKind::PhoneHome,
         expires: time::OffsetDateTime::now_utc().unix_timestamp() + 600,
+        step: 0,
     });
     assert_eq!(call(&format!("{base}/{foreign}"), None).await, 404);
 
