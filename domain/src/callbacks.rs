@@ -67,6 +67,17 @@ impl CallbackSigner {
         (now.unix_timestamp() < claims.expires).then_some(claims)
     }
 
+    /// 32 bytes derived from the deployment's key for `label` and `data`: a per-VM secret
+    /// (its deploy key's seed) that is never stored, since the daemon can make it again.
+    /// Each use has its own `label`, so no derived value is ever a valid token's MAC.
+    pub fn derive_seed(&self, label: &[u8], data: &[u8]) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key");
+        mac.update(&(label.len() as u64).to_be_bytes());
+        mac.update(label);
+        mac.update(data);
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self, bytes: &[u8]) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key");
         mac.update(b"provisioning-callback-v1\0");
@@ -170,6 +181,15 @@ mod tests {
         token.extend_from_slice(&signer(1).mac(v1).finalize().into_bytes());
         let token = URL_SAFE_NO_PAD.encode(token);
         assert_eq!(signer(1).verify(&token, now()), Some(old));
+    }
+
+    #[test]
+    fn derived_seeds_differ_by_label_data_and_key_and_are_stable() {
+        let seed = signer(1).derive_seed(b"label-a", b"vm-1");
+        assert_eq!(seed, signer(1).derive_seed(b"label-a", b"vm-1"));
+        assert_ne!(seed, signer(1).derive_seed(b"label-b", b"vm-1"));
+        assert_ne!(seed, signer(1).derive_seed(b"label-a", b"vm-2"));
+        assert_ne!(seed, signer(2).derive_seed(b"label-a", b"vm-1"));
     }
 
     #[test]

@@ -22,3 +22,9 @@ variable "address_epoch" {
   type        = number
   default     = 0
 }
+
+variable "address" {
+  description = "Not set by the platform: an address given from outside (TF_VAR_address) that is the VM's vm_ip instead of the derived one, so install jobs can reach a real SSH server in tests."
+  type        = string
+  default     = ""
+}

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use domain::provisioning::{
-    Diagnostic, DriftedResource, JobAction, JobId, JobOutcome, Severity, VmId, VmSpec,
+    Diagnostic, DriftedResource, JobAction, JobId, JobOutcome, Severity, TaskservReport, VmId,
+    VmSpec,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -79,6 +80,12 @@ pub enum RunnerReport {
     Heartbeat {
         beat: u32,
     },
+    /// Step `step` of an install job's taskservs (its index in the job's steps) started,
+    /// installed or failed.
+    Taskserv {
+        step: u8,
+        report: TaskservReport,
+    },
     Result {
         exit_code: i32,
         outputs: BTreeMap<String, serde_json::Value>,
@@ -99,6 +106,7 @@ impl RunnerReport {
             RunnerReport::Started { .. } => "started",
             RunnerReport::Log { .. } => "log",
             RunnerReport::Heartbeat { .. } => "heartbeat",
+            RunnerReport::Taskserv { .. } => "taskserv",
             RunnerReport::Result { .. } => "result",
         }
     }
@@ -148,6 +156,15 @@ impl RunnerMessage {
         let n = match &self.report {
             RunnerReport::Log { line, .. } => *line,
             RunnerReport::Heartbeat { beat } => *beat,
+            // Each state of a step is reported once.
+            RunnerReport::Taskserv { step, report } => {
+                u32::from(*step) * 3
+                    + match report {
+                        TaskservReport::Started => 0,
+                        TaskservReport::Installed { .. } => 1,
+                        TaskservReport::Failed { .. } => 2,
+                    }
+            }
             _ => 0,
         };
         format!(
@@ -162,6 +179,28 @@ impl RunnerMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_taskserv_report_reads_as_the_runner_sends_it_with_an_id_per_step_and_state() {
+        let message = RunnerMessage {
+            vm_id: VmId::new(),
+            job_id: JobId::new(2),
+            report: RunnerReport::Taskserv {
+                step: 1,
+                report: TaskservReport::Installed {
+                    outputs: BTreeMap::from([("port".to_owned(), "6379".to_owned())]),
+                },
+            },
+        };
+        let json = serde_json::to_value(&message).unwrap();
+        assert_eq!(json["kind"], "taskserv");
+        assert_eq!(json["step"], 1);
+        assert_eq!(json["report"]["state"], "installed");
+        assert_eq!(json["report"]["outputs"]["port"], "6379");
+        let back: RunnerMessage = serde_json::from_value(json).unwrap();
+        assert_eq!(back, message);
+        assert!(message.message_id().ends_with(":taskserv:4"));
+    }
 
     #[test]
     fn an_envelope_carries_its_time_as_rfc_3339() {

@@ -8,6 +8,7 @@ use secrecy::SecretString;
 
 mod drift;
 mod frontend;
+mod install;
 mod kubernetes;
 mod lifecycle;
 mod local_boot;
@@ -15,6 +16,7 @@ mod oidc;
 mod runner_bus;
 use drift::drift_check;
 use frontend::frontend_dir;
+pub use install::InstallConfig;
 use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 pub use oidc::OidcConfig;
@@ -95,6 +97,9 @@ pub struct Config {
     /// How many streams and exports one caller may hold open at once
     /// (`PROVISIONING_STREAMS_PER_CALLER`, 16 by default); the next is a 429.
     pub streams_per_caller: usize,
+    /// Install jobs: the taskserv catalog (`PROVISIONING_TASKSERVS_DIR`) and the VMs' SSH
+    /// port (`PROVISIONING_SSH_PORT`).
+    pub install: InstallConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -238,6 +243,7 @@ impl Config {
                 "PROVISIONING_STREAMS_PER_CALLER",
                 DEFAULT_STREAMS_PER_CALLER,
             )?,
+            install: install::install(&var)?,
         })
     }
 }

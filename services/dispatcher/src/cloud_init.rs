@@ -20,6 +20,9 @@ pub struct CloudInit<'a> {
     pub username: &'a str,
     /// Quoted with [`quoted`].
     pub public_key: &'a str,
+    /// The VM's deploy key (public), for its install jobs; quoted with [`quoted`], or empty
+    /// when the VM gets none (no callback key to derive it from).
+    pub deploy_key: &'a str,
     pub create_user: bool,
     pub eessi: bool,
     pub boot_callback_url: &'a str,
@@ -88,11 +91,13 @@ pub fn quoted(value: &str) -> String {
     serde_json::Value::String(value.to_owned()).to_string()
 }
 
-/// Renders the cloud-init document of a job, with its callback URLs (`urls`).
+/// Renders the cloud-init document of a job, with its callback URLs (`urls`) and the VM's
+/// deploy key (public; empty for none).
 pub fn render(
     job: &JobMessage,
     settings: &registry::CloudInit,
     urls: &[(CallbackKind, String)],
+    deploy_key: &str,
 ) -> Result<String, askama::Error> {
     let url = |kind| {
         urls.iter()
@@ -112,6 +117,10 @@ pub fn render(
         host_name: job.spec.name.host_name().as_str(),
         username: &quoted(&job.spec.username),
         public_key: &quoted(job.spec.ssh_public_key.as_str()),
+        deploy_key: &match deploy_key {
+            "" => String::new(),
+            key => quoted(key),
+        },
         create_user: settings.create_user,
         eessi: settings.eessi,
         boot_callback_url: url(CallbackKind::BootStarted),
@@ -130,6 +139,7 @@ mod tests {
             host_name: "web-1",
             username: &quoted("naic-user"),
             public_key: &quoted("ssh-ed25519 AAAA test@example: with colon"),
+            deploy_key: "",
             create_user,
             eessi,
             boot_callback_url: "",
@@ -152,6 +162,30 @@ mod tests {
         );
         assert!(!doc.contains("cvmfs"));
         assert!(!doc.contains("phone_home"));
+    }
+
+    #[test]
+    fn the_deploy_key_is_authorized_beside_the_user_s_key() {
+        for create_user in [true, false] {
+            let doc = CloudInit {
+                host_name: "web-1",
+                username: &quoted("naic-user"),
+                public_key: &quoted("ssh-ed25519 AAAA user"),
+                deploy_key: &quoted("ssh-ed25519 BBBB provisioning-deploy"),
+                create_user,
+                eessi: false,
+                boot_callback_url: "",
+                phone_home_url: "",
+                app_urls: &[],
+            }
+            .document()
+            .unwrap();
+            let indent = if create_user { "      " } else { "  " };
+            let keys = format!(
+                "{indent}- \"ssh-ed25519 AAAA user\"\n{indent}- \"ssh-ed25519 BBBB provisioning-deploy\"\n"
+            );
+            assert!(doc.contains(&keys), "{doc}");
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! whose runner cannot be started is reported as failed, so the VM does not wait for ever.
 
 pub mod cloud_init;
+pub mod deploy_key;
 mod executor;
+pub mod install;
 mod job_status;
 mod kubernetes;
 mod local_boot;
@@ -65,7 +67,12 @@ pub struct DispatcherConfig {
     /// Credential values for runners (local executor).
     pub credentials: Arc<registry::Credentials>,
     /// Where the VMs of create jobs call back; none: their cloud-init has no callbacks.
+    /// Its key also derives each VM's deploy key, so install jobs need it.
     pub callbacks: Option<cloud_init::CallbackUrls>,
+    /// Renders install jobs' scripts (the taskserv catalog); none: install jobs fail.
+    pub taskservs: Option<Arc<dyn install::InstallScripts>>,
+    /// The port install jobs reach VMs' SSH at (`PROVISIONING_SSH_PORT`, 22).
+    pub ssh_port: u16,
 }
 
 pub struct Dispatcher {
@@ -154,7 +161,7 @@ impl Dispatcher {
             action: active.action,
             spec: spec.clone(),
         };
-        let started = self.start(&job).await;
+        let started = self.start(&job, vm.lifecycle()).await;
         telemetry::metrics().count_runner_start(job.spec.provider.as_str(), started.is_ok());
         match started {
             Ok(runner) => {
@@ -173,7 +180,14 @@ impl Dispatcher {
         }
     }
 
-    async fn start(&self, job: &JobMessage) -> Result<String, String> {
+    async fn start(
+        &self,
+        job: &JobMessage,
+        vm: &domain::provisioning::Lifecycle,
+    ) -> Result<String, String> {
+        if job.action == domain::provisioning::JobAction::Install {
+            return self.start_install(job, vm).await;
+        }
         let provider = self
             .config
             .registry
@@ -211,12 +225,6 @@ impl Dispatcher {
                 secret: None,
             });
         }
-        let secret_names = credentials
-            .iter()
-            .map(|c| c.name.as_str())
-            .chain([env::SIGNING_KEY])
-            .collect::<Vec<_>>()
-            .join(",");
         // Copying the provider's folder is blocking file work: off the async workers.
         let workdir = {
             let (config, job, provider) = (self.config.clone(), job.clone(), provider.clone());
@@ -225,6 +233,52 @@ impl Dispatcher {
                 .map_err(|e| format!("could not prepare the working directory: {e}"))?
                 .map_err(|e| e.to_string())?
         };
+        self.launch(job, workdir, credentials).await
+    }
+
+    /// Starts the runner of an install job: its install directory and, as its one
+    /// credential, the VM's deploy key.
+    async fn start_install(
+        &self,
+        job: &JobMessage,
+        vm: &domain::provisioning::Lifecycle,
+    ) -> Result<String, String> {
+        let (workdir, key) = {
+            let (config, job, vm) = (self.config.clone(), job.clone(), vm.clone());
+            tokio::task::spawn_blocking(move || install::prepare(&config, &job, &vm))
+                .await
+                .map_err(|e| format!("could not prepare the install directory: {e}"))??
+        };
+        let mut credentials = vec![LaunchCredential {
+            name: env::DEPLOY_KEY.to_owned(),
+            source: None,
+            value: Some(key.private),
+            secret: None,
+        }];
+        if let Some((_, password)) = &self.config.runner_nats_user {
+            credentials.push(LaunchCredential {
+                name: env::NATS_PASSWORD.to_owned(),
+                source: Some("PROVISIONING_RUNNER_NATS_PASSWORD".to_owned()),
+                value: Some(password.clone()),
+                secret: None,
+            });
+        }
+        self.launch(job, workdir, credentials).await
+    }
+
+    /// Starts the runner of `job` in `workdir` with `credentials`, whose values it redacts.
+    async fn launch(
+        &self,
+        job: &JobMessage,
+        workdir: PathBuf,
+        credentials: Vec<LaunchCredential>,
+    ) -> Result<String, String> {
+        let secret_names = credentials
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain([env::SIGNING_KEY])
+            .collect::<Vec<_>>()
+            .join(",");
         let launch = Launch {
             vm_id: job.vm_id,
             job_id: job.job_id,

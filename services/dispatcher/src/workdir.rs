@@ -62,7 +62,15 @@ pub fn prepare(
     std::fs::write(dir.join("backend.tf"), BACKEND).map_err(io(&dir))?;
     let tfvars = dir.join("terraform.tfvars.json");
     let urls = crate::cloud_init::urls(job, config.callbacks.as_ref());
-    let user_data = crate::cloud_init::render(job, &provider.cloud_init, &urls)?;
+    // The VM's deploy key goes with its callbacks: both come from the callback key.
+    let deploy_key = match (&config.callbacks, urls.is_empty()) {
+        (Some(callbacks), false) => {
+            crate::deploy_key::DeployKey::derive(&callbacks.signer, job.vm_id).public
+        }
+        _ => String::new(),
+    };
+    let user_data =
+        crate::cloud_init::render(job, &provider.cloud_init, &urls, &deploy_key)?;
     let vars = variables(job, &user_data, &urls);
     std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars)?).map_err(io(&tfvars))?;
     Ok(dir)
@@ -173,6 +181,8 @@ mod tests {
                 signer: std::sync::Arc::new(signer()),
                 ttl: std::time::Duration::from_secs(600),
             }),
+            taskservs: None,
+            ssh_port: 22,
         }
     }
 
@@ -280,7 +290,7 @@ mod tests {
         let vars = variables(&job, "#cloud-config\n", &[]);
         assert_eq!(vars["vm_name"], "my-vm-1");
         let user_data =
-            crate::cloud_init::render(&job, &provider("local").cloud_init, &[]).unwrap();
+            crate::cloud_init::render(&job, &provider("local").cloud_init, &[], "").unwrap();
         assert!(user_data.contains("\nhostname: my-vm-1\n"), "{user_data}");
         assert!(!user_data.contains("My_VM.1"), "{user_data}");
     }

@@ -434,11 +434,13 @@ struct Step {
 }
 
 /// One job's reports as commands: its start, then all its lines in the batch as one
-/// `RecordLogs` sorted by line number (with their messages), then its result. Lines are
+/// `RecordLogs` sorted by line number (with their messages), then its taskservs' progress
+/// in the order reported, then its result. Lines are
 /// gathered across the batch, not only when consecutive: a line redelivered after a later
 /// one (both naked together at a gap) must not stay behind it at every redelivery.
 fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
     let mut starts: Vec<Step> = vec![];
+    let mut taskservs: Vec<Step> = vec![];
     let mut results: Vec<Step> = vec![];
     let mut lines: Vec<(Message, LogLineIn)> = vec![];
     for (message, report) in reports {
@@ -468,6 +470,18 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
             }
             // Taken out before (`liveness::take_heartbeat`): nothing to record.
             RunnerReport::Heartbeat { .. } => continue,
+            RunnerReport::Taskserv { step, report } => {
+                let command = ProvisioningCommand::ReportTaskserv {
+                    job_id,
+                    step,
+                    report,
+                };
+                taskservs.push(Step {
+                    command,
+                    messages: vec![message],
+                });
+                continue;
+            }
             RunnerReport::Result {
                 exit_code,
                 outputs,
@@ -491,6 +505,7 @@ fn steps(job_id: JobId, reports: Reports) -> Vec<Step> {
         });
     }
     starts.extend(record_logs(job_id, &mut lines));
+    starts.extend(taskservs);
     starts.extend(results);
     starts
 }

@@ -35,6 +35,9 @@ pub struct RunnerConfig {
     pub secret_values: Vec<String>,
     /// How long a failed publish is retried before the runner gives up.
     pub publish_retry: Duration,
+    /// An install job's deploy key (`RUNNER_DEPLOY_KEY`): the OpenSSH private key it logs
+    /// in to the VM with.
+    pub deploy_key: Option<SecretString>,
 }
 
 /// The default of `RUNNER_PUBLISH_RETRY_SECS`: longer than a NATS restart or leader election.
@@ -57,7 +60,7 @@ impl RunnerConfig {
         };
         let invalid = |name, reason| ConfigError { name, reason };
         let action = JobAction::parse(&var(env::ACTION)?)
-            .ok_or_else(|| invalid(env::ACTION, "must be create, destroy or refresh"))?;
+            .ok_or_else(|| invalid(env::ACTION, "must be create, destroy, refresh or install"))?;
         Ok(Self {
             nats_url: var(env::NATS_URL)?,
             nats_auth: nats_auth(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?,
@@ -97,6 +100,10 @@ impl RunnerConfig {
                 ),
                 Err(_) => DEFAULT_PUBLISH_RETRY,
             },
+            deploy_key: std::env::var(env::DEPLOY_KEY)
+                .ok()
+                .filter(|key| !key.is_empty())
+                .map(SecretString::from),
             runner_name: std::env::var(env::NAME)
                 .unwrap_or_else(|_| format!("local:{}", std::process::id())),
         })

@@ -7,7 +7,7 @@ pub const NATS_URL: &str = "NATS_URL";
 pub const NATS_PREFIX: &str = "PROVISIONING_NATS_PREFIX";
 pub const VM_ID: &str = "RUNNER_VM_ID";
 pub const JOB_ID: &str = "RUNNER_JOB_ID";
-/// `apply` or `destroy`.
+/// `create`, `destroy`, `refresh` or `install`.
 pub const ACTION: &str = "RUNNER_ACTION";
 /// The Terraform working directory.
 pub const WORKDIR: &str = "RUNNER_WORKDIR";
@@ -42,3 +42,6 @@ pub const NATS_CREDS_FILE: &str = "NATS_CREDS_FILE";
 /// The key of the runner's job (hex), which signs every report it publishes: given to
 /// this job alone, kept from Terraform.
 pub const SIGNING_KEY: &str = "RUNNER_SIGNING_KEY";
+/// An install job's deploy key (OpenSSH private key text): how its runner logs in to the
+/// VM. Given to that job alone, kept from Terraform, redacted from what the runner publishes.
+pub const DEPLOY_KEY: &str = "RUNNER_DEPLOY_KEY";

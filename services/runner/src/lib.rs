@@ -3,13 +3,15 @@
 //! `apply`, `destroy` or a refresh (`plan -refresh-only` and `apply` of that plan, see
 //! [`refresh`]) with `-json`, publishes every line as it comes, and ends with a result
 //! carrying the exit code, `terraform output -json` and, for a refresh, the drift found.
-//! The exit code decides success, never the text of a line.
+//! The exit code decides success, never the text of a line. An install job runs no
+//! Terraform: it runs taskservs on the VM over SSH ([`install`]).
 
 mod active;
 mod config;
 mod drift;
 pub mod env;
 mod heartbeat;
+pub mod install;
 mod lines;
 mod publish;
 mod redact;
@@ -106,11 +108,15 @@ pub async fn run(config: RunnerConfig) -> Result<Ran, RunnerError> {
         },
         None => 0,
     };
-    if exit_code == 0 {
+    let terraform_runs = config.action != JobAction::Install;
+    if exit_code == 0 && !terraform_runs {
+        exit_code = install::run(&config, &mut out, &mut diagnostics).await?;
+    }
+    if exit_code == 0 && terraform_runs {
         exit_code = terraform::init(&config, &mut out, &mut diagnostics).await?;
     }
     let mut drift = vec![];
-    if exit_code == 0 {
+    if exit_code == 0 && terraform_runs {
         (exit_code, drift) = match config.action {
             JobAction::Refresh => refresh::run(&config, &mut out, &mut diagnostics).await?,
             _ => (

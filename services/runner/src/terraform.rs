@@ -20,6 +20,7 @@ pub(crate) fn terraform(config: &RunnerConfig) -> Command {
         .env_remove(crate::env::BACKEND_PASSWORD)
         .env_remove(crate::env::NATS_PASSWORD)
         .env_remove(crate::env::SIGNING_KEY)
+        .env_remove(crate::env::DEPLOY_KEY)
         .stdin(Stdio::null())
         // A group of its own: a terminal's Ctrl-C (or a signal to the runner's group) reaches
         // Terraform only through the runner, once (see `signals`).
@@ -277,7 +278,7 @@ async fn stream(
 /// Reads a pipe to its end, sending each non-empty line. It never stops early: a closed
 /// pipe would kill Terraform with SIGPIPE at its next write. Lines nobody receives any more
 /// are read and dropped.
-fn read_lines(
+pub(crate) fn read_lines(
     pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
     from_stderr: bool,
     tx: mpsc::Sender<(String, bool)>,

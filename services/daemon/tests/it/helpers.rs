@@ -157,6 +157,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         bootstrap_admins: vec![],
         stream_capacity: daemon::config::DEFAULT_STREAM_CAPACITY,
         streams_per_caller: daemon::config::DEFAULT_STREAMS_PER_CALLER,
+        install: Default::default(),
     }
 }
 

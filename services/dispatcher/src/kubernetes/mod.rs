@@ -249,6 +249,15 @@ impl Executor for KubernetesExecutor {
     /// started; its Secret and ConfigMap are made if the first delivery stopped before.
     #[tracing::instrument(skip_all, fields(vm_id = %launch.vm_id, job_id = %launch.job_id), err)]
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError> {
+        if launch.action == domain::provisioning::JobAction::Install {
+            // Its deploy key would need a Secret of the Job's own beside its signing key;
+            // until then it runs on the local executor only (docs/taskservs.md).
+            return Err(ExecutorError(
+                "install jobs do not run on the Kubernetes executor yet: it has no way to give \
+                 the runner the VM's deploy key"
+                    .into(),
+            ));
+        }
         let job = manifest::job(&launch, &self.config)?;
         let files = manifest::read_workdir(&launch.workdir).await?;
         let name = manifest::name(&launch);
