@@ -1,6 +1,7 @@
 //! `provisioningd`: configuration, telemetry and the start of every role.
 
 pub mod config;
+mod install_scripts;
 mod startup;
 
 pub use config::{Config, ConfigError, OidcConfig};

@@ -22,6 +22,9 @@ use ssh::{LastLines, Ssh, HOST_KEY_FAILED};
 /// Where a taskserv's scripts and outputs live on the VM.
 const BASE_DIR: &str = "/var/lib/provisioning/taskservs";
 
+/// How long a step with `on_error = retry` waits before it runs again (as `run.sh` does).
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How one step ended.
 enum StepOutcome {
     Installed(BTreeMap<String, String>),
@@ -97,10 +100,11 @@ pub(crate) async fn run(
             }
             tries += 1;
             let message = format!(
-                "taskserv {} failed; trying again ({tries} of {})",
+                "taskserv {} failed; trying again in 10 s ({tries} of {})",
                 step.name, step.max_retries
             );
             out.log("warn".into(), "runner".into(), message).await?;
+            tokio::time::sleep(RETRY_AFTER).await;
         };
         match outcome {
             StepOutcome::Installed(outputs) => {
