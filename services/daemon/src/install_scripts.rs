@@ -24,14 +24,8 @@ impl InstallScripts for CatalogScripts {
             user: vm.user.clone(),
             provider: vm.provider.clone(),
         };
-        let rendered = self
-            .0
-            .render(step, &facts, deps)
-            .map_err(|e| e.message)?;
-        let health_timeout_secs = self
-            .0
-            .get(&step.name)
-            .map_or(60, |d| d.health.timeout_secs);
+        let rendered = self.0.render(step, &facts, deps).map_err(|e| e.message)?;
+        let health_timeout_secs = self.0.get(&step.name).map_or(60, |d| d.health.timeout_secs);
         Ok(StepScripts {
             install: rendered.install,
             health: rendered.health,

@@ -35,7 +35,8 @@ impl std::fmt::Debug for DeployKey {
 impl DeployKey {
     /// The deploy key of VM `vm`: the same for every call with the same callback key.
     pub fn derive(signer: &CallbackSigner, vm: VmId) -> Self {
-        let seed = secrecy::zeroize::Zeroizing::new(signer.derive_seed(LABEL, vm.as_uuid().as_bytes()));
+        let seed =
+            secrecy::zeroize::Zeroizing::new(signer.derive_seed(LABEL, vm.as_uuid().as_bytes()));
         let mut private = PrivateKey::from(Ed25519Keypair::from_seed(&seed));
         private.set_comment(COMMENT);
         let public = private
@@ -73,7 +74,11 @@ mod tests {
         assert_eq!(first.public, again.public);
         assert_eq!(first.private_pem(), again.private_pem());
         assert!(first.public.starts_with("ssh-ed25519 "), "{}", first.public);
-        assert!(first.public.ends_with(" provisioning-deploy"), "{}", first.public);
+        assert!(
+            first.public.ends_with(" provisioning-deploy"),
+            "{}",
+            first.public
+        );
         assert!(first
             .private_pem()
             .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----"));
@@ -92,7 +97,11 @@ mod tests {
         let shown = format!("{key:?}");
         assert!(shown.contains(&key.public), "{shown}");
         assert!(!shown.contains("PRIVATE KEY"), "{shown}");
-        for line in key.private_pem().lines().filter(|l| !l.starts_with("-----")) {
+        for line in key
+            .private_pem()
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+        {
             assert!(!shown.contains(line), "{shown}");
         }
     }

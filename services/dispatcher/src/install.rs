@@ -99,7 +99,13 @@ pub fn prepare(
         .collect();
     let mut steps = vec![];
     let mut files = vec![(plan::KNOWN_HOSTS_FILE.to_owned(), known_hosts)];
-    for (index, step) in job.spec.taskservs.iter().enumerate() {
+    // The job's own steps, as its `TaskservsRequested` recorded them: the VM's spec holds
+    // its create's plan.
+    let planned: Vec<PlannedTaskserv> = vm.steps_of(job.job_id).map(|e| e.step.clone()).collect();
+    if planned.is_empty() {
+        return Err(format!("job {} has no taskserv to install", job.job_id));
+    }
+    for (index, step) in planned.iter().enumerate() {
         let rendered = scripts
             .render(step, &facts, &deps)
             .map_err(|e| format!("could not render taskserv {}: {e}", step.name))?;
@@ -120,8 +126,12 @@ pub fn prepare(
         .work_dir
         .join(job.vm_id.to_string())
         .join(format!("job-{}", job.job_id));
-    write(&dir, &files)
-        .map_err(|e| format!("could not prepare the install directory {}: {e}", dir.display()))?;
+    write(&dir, &files).map_err(|e| {
+        format!(
+            "could not prepare the install directory {}: {e}",
+            dir.display()
+        )
+    })?;
     Ok((dir, DeployKey::derive(&callbacks.signer, job.vm_id)))
 }
 
@@ -179,7 +189,10 @@ mod tests {
             "192.0.2.7 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/\n"
         );
         let lines = known_hosts(&target(2222), &[HOST_KEY.into()]).unwrap();
-        assert!(lines.starts_with("[192.0.2.7]:2222 ssh-ed25519 "), "{lines}");
+        assert!(
+            lines.starts_with("[192.0.2.7]:2222 ssh-ed25519 "),
+            "{lines}"
+        );
     }
 
     #[test]

@@ -69,8 +69,7 @@ pub fn prepare(
         }
         _ => String::new(),
     };
-    let user_data =
-        crate::cloud_init::render(job, &provider.cloud_init, &urls, &deploy_key)?;
+    let user_data = crate::cloud_init::render(job, &provider.cloud_init, &urls, &deploy_key)?;
     let vars = variables(job, &user_data, &urls);
     std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars)?).map_err(io(&tfvars))?;
     Ok(dir)

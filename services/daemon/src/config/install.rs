@@ -57,12 +57,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(set.ssh_port, 2222);
-        assert_eq!(set.taskservs_dir, PathBuf::from("/etc/provisioning/taskservs"));
+        assert_eq!(
+            set.taskservs_dir,
+            PathBuf::from("/etc/provisioning/taskservs")
+        );
         for bad in ["0", "65536", "ssh"] {
-            let err = install(&|name| {
-                (name == "PROVISIONING_SSH_PORT").then(|| bad.to_owned())
-            })
-            .unwrap_err();
+            let err = install(&|name| (name == "PROVISIONING_SSH_PORT").then(|| bad.to_owned()))
+                .unwrap_err();
             assert_eq!(err.name, "PROVISIONING_SSH_PORT");
         }
     }

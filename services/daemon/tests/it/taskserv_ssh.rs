@@ -215,26 +215,43 @@ async fn install(app: &TestApp, vm: &str, step: PlannedTaskserv) {
         .unwrap();
 }
 
-/// Job `job` of `vm` once it ended.
+/// Job `job` of `vm` once it ended (the read model may not know it at first).
 async fn ended(app: &TestApp, vm: &str, job: u32) -> JobDetail {
     let until = std::time::Instant::now() + WITHIN;
     loop {
-        let detail: JobDetail = app
-            .get_json(&format!("/api/v1/vms/{vm}/jobs/{job}"))
-            .await;
-        if detail.ended_at.is_some() {
-            return detail;
+        let response = app
+            .get(&format!("/api/v1/vms/{vm}/jobs/{job}"))
+            .send()
+            .await
+            .unwrap();
+        let detail = match response.status().as_u16() {
+            200 => Some(response.json::<JobDetail>().await.unwrap()),
+            _ => None,
+        };
+        if let Some(detail) = detail.as_ref().filter(|d| d.ended_at.is_some()) {
+            return detail.clone();
         }
-        assert!(std::time::Instant::now() < until, "job {job} did not end: {detail:?}");
+        assert!(
+            std::time::Instant::now() < until,
+            "job {job} did not end: {detail:?}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
-async fn logs(app: &TestApp, vm: &str, job: u32) -> Vec<String> {
-    let lines: Vec<LogLine> = app
-        .get_json(&format!("/api/v1/vms/{vm}/jobs/{job}/logs"))
-        .await;
-    lines.into_iter().map(|l| l.message).collect()
+/// The log lines of job `job` of `vm` once one says `line` (the read model may lag).
+async fn logs_with(app: &TestApp, vm: &str, job: u32, line: &str) -> Vec<String> {
+    let until = std::time::Instant::now() + WITHIN;
+    loop {
+        let lines: Vec<LogLine> = app
+            .get_json(&format!("/api/v1/vms/{vm}/jobs/{job}/logs"))
+            .await;
+        let lines: Vec<String> = lines.into_iter().map(|l| l.message).collect();
+        if lines.iter().any(|l| l.contains(line)) || std::time::Instant::now() > until {
+            return lines;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 fn of_job(events: &[Event], job: u32) -> Vec<&Event> {
@@ -266,6 +283,21 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
             200,
         )
         .await;
+    // The catalog's read model, which a create reads, follows.
+    let until = std::time::Instant::now() + WITHIN;
+    loop {
+        let username: String = store::sqlx::query_scalar(
+            "SELECT username FROM templates WHERE provider_id = 'local' AND id = 'small'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if username == "root" {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "{username}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let marker_dir = files.path().join("vm");
     std::fs::create_dir_all(&marker_dir).unwrap();
     let runs = marker_dir.join("runs.log");
@@ -273,15 +305,20 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     let vm = running_vm(&app, &sshd, "ssh-1", &sshd.host_key()).await;
     install(&app, &vm, marker_step(&marker_dir)).await;
     let job = ended(&app, &vm, 2).await;
-    let lines = logs(&app, &vm, 2).await;
+    let lines = logs_with(&app, &vm, 2, "[marker] marker written").await;
     assert_eq!(job.state, "succeeded", "{job:?} {lines:#?}");
     assert!(
-        lines.iter().any(|l| l == "[marker] marker written for root"),
+        lines
+            .iter()
+            .any(|l| l == "[marker] marker written for root"),
         "{lines:#?}"
     );
     let events = app.events(&vm).await;
     let kinds: Vec<&str> = of_job(&events, 2).iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(kinds, ["TaskservsRequested", "TaskservStarted", "TaskservInstalled"]);
+    assert_eq!(
+        kinds,
+        ["TaskservsRequested", "TaskservStarted", "TaskservInstalled"]
+    );
     let installed = of_job(&events, 2)[2];
     let marker = marker_dir.join("marker");
     assert_eq!(
@@ -290,20 +327,28 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     );
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "changed\n");
     let written = std::fs::metadata(&marker).unwrap().modified().unwrap();
-    let key = std::fs::read_to_string(app.work.path().join(&vm).join("job-2/known_hosts"))
-        .unwrap();
-    assert!(!key.contains("PRIVATE"), "no private key in the install directory");
+    let key = std::fs::read_to_string(app.work.path().join(&vm).join("job-2/known_hosts")).unwrap();
+    assert!(
+        !key.contains("PRIVATE"),
+        "no private key in the install directory"
+    );
 
     // Again: nothing changes, and it succeeds.
     install(&app, &vm, marker_step(&marker_dir)).await;
     let job = ended(&app, &vm, 3).await;
     assert_eq!(job.state, "succeeded", "{job:?}");
-    assert!(logs(&app, &vm, 3)
-        .await
-        .iter()
-        .any(|l| l == "[marker] marker already in place"));
+    let lines = logs_with(&app, &vm, 3, "[marker] marker already").await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "[marker] marker already in place"),
+        "{lines:#?}"
+    );
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "changed\n");
-    assert_eq!(std::fs::metadata(&marker).unwrap().modified().unwrap(), written);
+    assert_eq!(
+        std::fs::metadata(&marker).unwrap().modified().unwrap(),
+        written
+    );
 
     // A VM whose phone-home posted another host key: ssh refuses the server, nothing runs.
     let other = files.path().join("other_key");
@@ -325,9 +370,11 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
         .find(|e| e.kind == "TaskservFailed")
         .expect("the step failed");
     assert_eq!(failed.data["exit_code"], 255);
-    let lines = logs(&app, &vm2, 2).await;
+    let lines = logs_with(&app, &vm2, 2, "Host key verification failed").await;
     assert!(
-        lines.iter().any(|l| l.contains("Host key verification failed")),
+        lines
+            .iter()
+            .any(|l| l.contains("Host key verification failed")),
         "{lines:#?}"
     );
 }

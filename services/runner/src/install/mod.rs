@@ -77,8 +77,12 @@ pub(crate) async fn run(
     };
     for (index, step) in plan.steps.iter().enumerate() {
         if out.interrupts.stopping() {
-            let message = format!("stopped (by a signal or a cancel) before taskserv {}", step.name);
-            out.log("error".into(), "runner".into(), message.clone()).await?;
+            let message = format!(
+                "stopped (by a signal or a cancel) before taskserv {}",
+                step.name
+            );
+            out.log("error".into(), "runner".into(), message.clone())
+                .await?;
             error(message, String::new());
             return Ok(130);
         }
@@ -129,8 +133,12 @@ pub(crate) async fn run(
                 .await?;
                 let summary = format!("taskserv {} failed: {reason}", step.name);
                 if step.on_error == OnError::Continue && !out.interrupts.stopping() {
-                    out.log("warn".into(), "runner".into(), format!("{summary}; going on"))
-                        .await?;
+                    out.log(
+                        "warn".into(),
+                        "runner".into(),
+                        format!("{summary}; going on"),
+                    )
+                    .await?;
                     continue;
                 }
                 out.log("error".into(), "runner".into(), summary.clone())
@@ -152,7 +160,10 @@ async fn run_step(
     out: &mut Reporter<'_>,
 ) -> Result<StepOutcome, RunnerError> {
     let read = |file: String| std::fs::read_to_string(config.workdir.join(&file));
-    let (install, health) = match (read(plan::install_file(index)), read(plan::health_file(index))) {
+    let (install, health) = match (
+        read(plan::install_file(index)),
+        read(plan::health_file(index)),
+    ) {
         (Ok(install), Ok(health)) => (install, health),
         (Err(e), _) | (_, Err(e)) => {
             return Ok(StepOutcome::Failed {
