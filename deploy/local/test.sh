@@ -25,6 +25,12 @@ if [[ ! -d $socketio/node_modules/socket.io-client ]]; then
   timed "installing the test Socket.IO client" npm ci --prefix "$socketio" --no-audit --no-fund
 fi
 
+# The taskservs tests run shellcheck on every shipped script (and fail without it).
+if ! command -v shellcheck >/dev/null; then
+  command -v apt-get >/dev/null || { log "shellcheck not found: the taskservs tests need it"; exit 1; }
+  timed "installing shellcheck" bash -c 'apt-get update -qq && apt-get install -y -qq shellcheck'
+fi
+
 log "cargo test --workspace --locked $*"
 timed "building the tests" cargo test --workspace --locked --no-run "$@"
 timed "running the tests" cargo test --workspace --locked --no-fail-fast "$@"
