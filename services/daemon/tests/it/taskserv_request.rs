@@ -8,7 +8,7 @@ use daemon::Roles;
 use domain::identity::Role;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app_with, vm_request, TestApp};
+use crate::helpers::{spawn_app_with, try_spawn_app, vm_request, TestApp};
 use crate::policies::{app_with, policy_dir};
 
 async fn app() -> TestApp {
@@ -213,4 +213,87 @@ async fn a_policy_keeps_a_taskserv_to_a_group_naming_itself_when_it_refuses() {
         .user_in("bob@example.org", Role::User, &["k8s-users"])
         .await;
     let _: Value = bob.json("POST", "/api/v1/vms", Some(&body), 202).await;
+}
+
+/// A copy of the shipped catalog, with `redis`'s definition replaced by `redis_ncl`.
+fn catalog_with_redis(redis_ncl: &str) -> tempfile::TempDir {
+    let shipped = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs"));
+    let dir = tempfile::tempdir().unwrap();
+    for entry in walk(shipped) {
+        let to = dir.path().join(entry.strip_prefix(shipped).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    std::fs::write(dir.path().join("redis/taskserv.ncl"), redis_ncl).unwrap();
+    dir
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = vec![];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() {
+            true => files.extend(walk(&path)),
+            false => files.push(path),
+        }
+    }
+    files
+}
+
+/// The error the daemon stops with on the catalog `dir`.
+async fn start_error(dir: &tempfile::TempDir) -> String {
+    let path = dir.path().to_owned();
+    try_spawn_app(Roles::ALL, move |c| c.taskservs_dir = path)
+        .await
+        .err()
+        .expect("the start is refused")
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_bad_taskserv_definition_or_a_dependency_cycle_stops_the_daemon_naming_it() {
+    // A wrong type: Nickel's own message, with the file and the line.
+    let typo = r#"{
+  name = "redis",
+  version = "1.0.0",
+  description = "Redis",
+  category = "database",
+  os = ["debian"],
+  max_retries = "three",
+}"#;
+    let dir = catalog_with_redis(typo);
+    let message = start_error(&dir).await;
+    assert!(message.starts_with("taskservs: "), "{message}");
+    assert!(message.contains("redis/taskserv.ncl"), "{message}");
+    assert!(message.contains(":7:"), "names the line: {message}");
+
+    // redis requires grafana, which requires docker and the node exporter: no cycle yet;
+    // the node exporter requiring redis closes one.
+    let cyclic = r#"{
+  name = "redis",
+  version = "1.0.0",
+  description = "Redis",
+  category = "database",
+  os = ["debian"],
+  depends_on = [{ name = "grafana", kind = 'requires }],
+}"#;
+    let dir = catalog_with_redis(cyclic);
+    let exporter = dir.path().join("prometheus-node-exporter/taskserv.ncl");
+    let text = std::fs::read_to_string(&exporter).unwrap();
+    let text = text.replacen(
+        "os = [",
+        "depends_on = [{ name = \"redis\", kind = 'requires }],\n  os = [",
+        1,
+    );
+    std::fs::write(&exporter, text).unwrap();
+    let message = start_error(&dir).await;
+    assert!(message.contains("cycle"), "{message}");
+    for name in ["redis", "grafana", "prometheus-node-exporter"] {
+        assert!(message.contains(name), "names {name}: {message}");
+    }
+
+    // A dependency on a taskserv the catalog lacks.
+    let missing = cyclic.replace("grafana", "memcached");
+    let message = start_error(&catalog_with_redis(&missing)).await;
+    assert!(message.contains("memcached"), "{message}");
 }
