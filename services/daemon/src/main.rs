@@ -239,7 +239,7 @@ fn taskservs(command: Option<&str>) -> anyhow::Result<()> {
                     .collect();
                 println!(
                     "{:<26} {:<8} {:<12} {}",
-                    d.name,
+                    d.name.as_str(),
                     d.version,
                     d.category,
                     deps.join(", ")
