@@ -7,6 +7,7 @@ use super::error::CatalogError;
 use super::events::{CatalogEvent, ProviderSpec, TemplateSpec};
 use super::rules::{permutation, text, validate_template};
 use crate::provisioning::{ProviderId, TemplateId};
+use crate::taskservs::TaskservName;
 use crate::Decide;
 
 /// The id of the one `Catalog` aggregate.
@@ -30,6 +31,9 @@ pub struct Seed {
 struct Provider {
     spec: ProviderSpec,
     templates: Vec<TemplateSpec>,
+    /// The taskservs an admin disabled on this provider.
+    #[serde(default)]
+    disabled_taskservs: Vec<TaskservName>,
 }
 
 impl Aggregate for Catalog {
@@ -112,6 +116,18 @@ impl Aggregate for Catalog {
                 for (i, id) in ids.iter().enumerate() {
                     if let Some(t) = self.template_mut(&provider, id) {
                         t.sort_order = position(i);
+                    }
+                }
+            }
+            CatalogEvent::TaskservEnabledChanged {
+                provider,
+                taskserv,
+                enabled,
+            } => {
+                if let Some(p) = self.provider_mut(&provider) {
+                    p.disabled_taskservs.retain(|t| *t != taskserv);
+                    if !enabled {
+                        p.disabled_taskservs.push(taskserv);
                     }
                 }
             }
@@ -267,6 +283,24 @@ impl Catalog {
                     false => vec![E::TemplatesReordered { provider, ids }],
                 }
             }
+            C::SetTaskservEnabled {
+                provider,
+                taskserv,
+                enabled,
+            } => {
+                let disabled = self
+                    .provider(&provider)?
+                    .disabled_taskservs
+                    .contains(&taskserv);
+                match disabled != enabled {
+                    true => vec![],
+                    false => vec![E::TaskservEnabledChanged {
+                        provider,
+                        taskserv,
+                        enabled,
+                    }],
+                }
+            }
         };
         Ok(events)
     }
@@ -305,6 +339,7 @@ impl Catalog {
             self.providers.push(Provider {
                 spec,
                 templates: vec![],
+                disabled_taskservs: vec![],
             });
         }
     }

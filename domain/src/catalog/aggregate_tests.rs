@@ -306,3 +306,44 @@ fn catalog_events_are_stored_as_type_and_data() {
 
 #[path = "aggregate_template_tests.rs"]
 mod templates;
+
+#[test]
+fn a_taskserv_is_disabled_and_enabled_again_per_provider_each_change_once() {
+    let k3s = crate::taskservs::TaskservName::parse("k3s").unwrap();
+    let set = |enabled| CatalogCommand::SetTaskservEnabled {
+        provider: pid("nrec"),
+        taskserv: k3s.clone(),
+        enabled,
+    };
+    let changed = |enabled| CatalogEvent::TaskservEnabledChanged {
+        provider: pid("nrec"),
+        taskserv: k3s.clone(),
+        enabled,
+    };
+    // Enabled until disabled: enabling changes nothing.
+    given()
+        .given(seeded())
+        .when(set(true))
+        .then_expect_events(vec![]);
+    given()
+        .given(seeded())
+        .when(set(false))
+        .then_expect_events(vec![changed(false)]);
+    let disabled = [seeded(), vec![changed(false)]].concat();
+    given()
+        .given(disabled.clone())
+        .when(set(false))
+        .then_expect_events(vec![]);
+    given()
+        .given(disabled)
+        .when(set(true))
+        .then_expect_events(vec![changed(true)]);
+    given()
+        .given(seeded())
+        .when(CatalogCommand::SetTaskservEnabled {
+            provider: pid("nowhere"),
+            taskserv: k3s.clone(),
+            enabled: false,
+        })
+        .then_expect_error(CatalogError::UnknownProvider(pid("nowhere")));
+}

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::{ProviderSpec, TemplateChanges, TemplateSpec};
 use crate::provisioning::{ProviderId, TemplateId};
+use crate::taskservs::TaskservName;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CatalogCommand {
@@ -38,5 +39,13 @@ pub enum CatalogCommand {
     ReorderTemplates {
         provider: ProviderId,
         ids: Vec<TemplateId>,
+    },
+    /// Offers a taskserv on a provider's VMs, or stops offering it. Taskservs are enabled
+    /// everywhere their definition allows until an admin disables one. Whether the taskserv
+    /// exists is the application's check (definitions come from files).
+    SetTaskservEnabled {
+        provider: ProviderId,
+        taskserv: TaskservName,
+        enabled: bool,
     },
 }

@@ -127,6 +127,12 @@ pub enum CatalogEvent {
         provider: ProviderId,
         ids: Vec<TemplateId>,
     },
+    /// A taskserv is offered on the provider's VMs again, or no longer.
+    TaskservEnabledChanged {
+        provider: ProviderId,
+        taskserv: crate::taskservs::TaskservName,
+        enabled: bool,
+    },
 }
 
 impl CatalogEvent {
@@ -141,6 +147,7 @@ impl CatalogEvent {
             CatalogEvent::TemplateUpdated { .. } => "TemplateUpdated",
             CatalogEvent::TemplateEnabledChanged { .. } => "TemplateEnabledChanged",
             CatalogEvent::TemplatesReordered { .. } => "TemplatesReordered",
+            CatalogEvent::TaskservEnabledChanged { .. } => "TaskservEnabledChanged",
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct Config {
     /// sign-in is configured.
     pub admin_token: Option<SecretString>,
     pub hcl_dir: PathBuf,
+    /// The taskservs' catalog (`PROVISIONING_TASKSERVS_DIR`, `<hcl dir>/taskservs` by
+    /// default): its `registry.toml` and one folder per taskserv.
+    pub taskservs_dir: PathBuf,
     pub work_dir: PathBuf,
     pub terraform_bin: PathBuf,
     pub runner_bin: PathBuf,
@@ -169,6 +172,12 @@ impl Config {
             nats_prefix: prefix,
             nats_replicas: nats_replicas(&var)?,
             admin_token: var("PROVISIONING_ADMIN_TOKEN").map(SecretString::from),
+            taskservs_dir: var("PROVISIONING_TASKSERVS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
+                        .join("taskservs")
+                }),
             hcl_dir: var("PROVISIONING_HCL_DIR")
                 .unwrap_or_else(|| "hcl".into())
                 .into(),

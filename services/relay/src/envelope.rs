@@ -127,6 +127,7 @@ fn concerned_provider(change: &CatalogEvent) -> Option<&ProviderId> {
         CatalogEvent::TemplateCreated(spec) => Some(&spec.provider),
         CatalogEvent::TemplateUpdated { provider, .. }
         | CatalogEvent::TemplateEnabledChanged { provider, .. }
-        | CatalogEvent::TemplatesReordered { provider, .. } => Some(provider),
+        | CatalogEvent::TemplatesReordered { provider, .. }
+        | CatalogEvent::TaskservEnabledChanged { provider, .. } => Some(provider),
     }
 }

@@ -126,7 +126,46 @@ impl PolicyBook {
         if decision == Decision::Allow {
             return Ok(());
         }
-        Err(match reasons.first() {
+        Err(self.denied(reasons, || {
+            format!(
+                "no policy permits {} to request template {}/{}",
+                who.email, template.provider, template.template
+            )
+        }))
+    }
+
+    /// Whether `who` may install taskserv `name` (of `category`) on a VM of `provider`.
+    pub fn may_install(
+        &self,
+        who: &Principal,
+        name: &str,
+        category: &str,
+        provider: &str,
+    ) -> Result<(), Denied> {
+        let resource = uid("Taskserv", name);
+        let attrs = HashMap::from([(
+            "category".to_owned(),
+            RestrictedExpression::new_string(category.to_owned()),
+        )]);
+        let entity = Entity::new(resource.clone(), attrs, HashSet::new())
+            .expect("literal attributes evaluate");
+        let context = Context::from_pairs([(
+            "provider".to_owned(),
+            RestrictedExpression::new_string(provider.to_owned()),
+        )])
+        .expect("one literal pair");
+        let (decision, reasons) = self.decide(who, "install_taskserv", resource, context, [entity]);
+        if decision == Decision::Allow {
+            return Ok(());
+        }
+        Err(self.denied(reasons, || {
+            format!("no policy permits {} to install taskserv {name}", who.email)
+        }))
+    }
+
+    /// The refusal of the first policy in `reasons`, or the default deny.
+    fn denied(&self, reasons: Vec<PolicyId>, default: impl FnOnce() -> String) -> Denied {
+        match reasons.first() {
             Some(id) => Denied {
                 reason: self
                     .policies
@@ -138,12 +177,9 @@ impl PolicyBook {
             },
             None => Denied {
                 policy: "default-deny".into(),
-                reason: format!(
-                    "no policy permits {} to request template {}/{}",
-                    who.email, template.provider, template.template
-                ),
+                reason: default(),
             },
-        })
+        }
     }
 
     /// The limits of `who`: for each, the highest any applying limits policy gives.

@@ -141,3 +141,43 @@ fn providers_and_durations_can_be_decided_by_policy() {
         "short-only"
     );
 }
+
+#[test]
+fn a_policy_keeps_a_taskserv_to_a_group_and_the_defaults_allow_every_taskserv() {
+    let book = defaults();
+    assert_eq!(
+        book.may_install(&who(Role::User, &[]), "k3s", "kubernetes", "nrec"),
+        Ok(())
+    );
+    let schema = DEFAULT_SCHEMA;
+    let files = [
+        ("default.cedar".to_owned(), DEFAULT_POLICIES.to_owned()),
+        (
+            "k3s.cedar".to_owned(),
+            r#"@id("k3s-for-k8s-users")
+@reason("k3s is for members of the k8s-users group")
+forbid (principal, action == Action::"install_taskserv", resource == Taskserv::"k3s")
+unless { principal in Group::"k8s-users" };"#
+                .to_owned(),
+        ),
+    ];
+    let book = PolicyBook::parse(schema, &files).unwrap();
+    let denied = book
+        .may_install(&who(Role::User, &[]), "k3s", "kubernetes", "nrec")
+        .unwrap_err();
+    assert_eq!(denied.policy, "k3s-for-k8s-users");
+    assert_eq!(denied.reason, "k3s is for members of the k8s-users group");
+    assert_eq!(
+        book.may_install(
+            &who(Role::User, &["k8s-users"]),
+            "k3s",
+            "kubernetes",
+            "nrec"
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        book.may_install(&who(Role::User, &[]), "redis", "databases", "nrec"),
+        Ok(())
+    );
+}

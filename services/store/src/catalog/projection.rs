@@ -92,6 +92,21 @@ async fn apply(tx: Tx<'_, '_>, event: CatalogEvent) -> Result<(), sqlx::Error> {
                 .execute(&mut **tx)
                 .await?;
         }
+        CatalogEvent::TaskservEnabledChanged {
+            provider,
+            taskserv,
+            enabled,
+        } => {
+            sqlx::query(
+                "INSERT INTO taskserv_settings (provider_id, taskserv, enabled) VALUES ($1, $2, $3)
+                 ON CONFLICT (provider_id, taskserv) DO UPDATE SET enabled = excluded.enabled",
+            )
+            .bind(provider.as_str())
+            .bind(taskserv.as_str())
+            .bind(enabled)
+            .execute(&mut **tx)
+            .await?;
+        }
         CatalogEvent::TemplatesReordered { provider, ids } => {
             let ids: Vec<&str> = ids.iter().map(TemplateId::as_str).collect();
             sqlx::query(
