@@ -1,15 +1,12 @@
 //! The taskserv catalog as the dispatcher's [`InstallScripts`]: install jobs' scripts
 //! rendered from `PROVISIONING_TASKSERVS_DIR`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use dispatcher::install::{DepOutputs, InstallScripts, StepScripts, VmFacts};
 use domain::taskservs::PlannedTaskserv;
 
-use crate::StartupError;
-
-struct CatalogScripts(taskservs::Catalog);
+struct CatalogScripts(Arc<taskservs::Catalog>);
 
 impl InstallScripts for CatalogScripts {
     fn render(
@@ -34,13 +31,7 @@ impl InstallScripts for CatalogScripts {
     }
 }
 
-/// The catalog of `dir` for install jobs; `None` when the folder does not exist (install
-/// jobs then fail saying so). A catalog that does not load stops the start.
-pub fn load(dir: &Path) -> Result<Option<Arc<dyn InstallScripts>>, StartupError> {
-    if !dir.exists() {
-        tracing::warn!(dir = %dir.display(), "no taskserv catalog: install jobs will fail");
-        return Ok(None);
-    }
-    let catalog = taskservs::Catalog::load(dir).map_err(StartupError::Taskservs)?;
-    Ok(Some(Arc::new(CatalogScripts(catalog))))
+/// The loaded catalog, for the dispatcher.
+pub fn scripts(catalog: Arc<taskservs::Catalog>) -> Arc<dyn InstallScripts> {
+    Arc::new(CatalogScripts(catalog))
 }

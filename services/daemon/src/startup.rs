@@ -77,8 +77,6 @@ pub enum StartupError {
     Oidc(#[from] api::oidc::OidcError),
     #[error("policies: {0}")]
     Policy(#[from] api::policy::PolicyError),
-    #[error("PROVISIONING_TASKSERVS_DIR: {0}")]
-    Taskservs(taskservs::LoadError),
     #[error("PROVISIONING_CALLBACK_SECRET: must be at least 32 bytes")]
     CallbackKey,
     #[error("PROVISIONING_RUNNER_SIGNING_SECRET: must be at least 32 bytes")]
@@ -313,7 +311,7 @@ impl Application {
                 registry,
                 credentials,
                 callbacks: Some(callbacks),
-                taskservs: crate::install_scripts::load(&config.install.taskservs_dir)?,
+                taskservs: Some(crate::install_scripts::scripts(taskservs.clone())),
                 ssh_port: config.install.ssh_port,
             },
             sweep,

@@ -1,16 +1,14 @@
 //! Install jobs end to end: a real OpenSSH server stands for the VM (the `local` provider
 //! gives it the address 127.0.0.1 through `TF_VAR_address`), the VM's deploy key comes from
 //! its rendered cloud-init as a real VM would get it, its host key is pinned by the
-//! phone-home callback, and the runner installs a test taskserv over SSH.
+//! phone-home callback, and a taskserv asked for through the API is installed by the
+//! runner over SSH.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use domain::provisioning::{Provisioning, ProvisioningCommand, VmId};
-use domain::taskservs::{OnError, PlannedTaskserv, TaskservName};
 use serde_json::{json, Value};
-use store::{Actor, Metadata};
 
 use crate::helpers::{terraform_wrapper, try_spawn_app, TestApp};
 use crate::wire::{Event, JobDetail, LogLine};
@@ -142,17 +140,6 @@ echo "marker_path=$dir/marker" >>"$TASKSERV_OUTPUTS"
     dir
 }
 
-fn marker_step(dir: &Path) -> PlannedTaskserv {
-    PlannedTaskserv {
-        name: TaskservName::parse("marker").unwrap(),
-        version: "1.0.0".into(),
-        params: [("dir".to_owned(), json!(dir.display().to_string()))].into(),
-        on_error: OnError::Stop,
-        max_retries: 0,
-        requested: true,
-    }
-}
-
 /// The user data job 1 of `vm` rendered: what cloud-init on the VM would read.
 fn user_data(app: &TestApp, vm: &str) -> String {
     let vars = app.work.path().join(vm).join("job-1/terraform.tfvars.json");
@@ -204,15 +191,14 @@ async fn running_vm(app: &TestApp, sshd: &Sshd, name: &str, host_key: &str) -> S
     id
 }
 
-async fn install(app: &TestApp, vm: &str, step: PlannedTaskserv) {
-    let vm: VmId = vm.parse().unwrap();
-    let command = ProvisioningCommand::InstallTaskservs {
-        taskservs: vec![step],
-    };
-    let meta = Metadata::new(Actor::Admin, "install");
-    store::execute::<Provisioning>(&app.pool, vm, command, &meta)
-        .await
-        .unwrap();
+/// Asks for `marker` on `vm` through the API, as a user would.
+async fn install(app: &TestApp, vm: &str, marker_dir: &Path) {
+    let body = json!({"taskservs": [
+        {"name": "marker", "params": {"dir": marker_dir.display().to_string()}}
+    ]});
+    let _: Value = app
+        .post_json(&format!("/api/v1/vms/{vm}/taskservs"), &body, 202)
+        .await;
 }
 
 /// Job `job` of `vm` once it ended (the read model may not know it at first).
@@ -270,7 +256,7 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     let port = sshd.port;
     let app = try_spawn_app(daemon::Roles::ALL, |config| {
         config.terraform_bin = wrapper;
-        config.install.taskservs_dir = taskservs;
+        config.taskservs_dir = taskservs;
         config.install.ssh_port = port;
     })
     .await
@@ -303,7 +289,7 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     let runs = marker_dir.join("runs.log");
 
     let vm = running_vm(&app, &sshd, "ssh-1", &sshd.host_key()).await;
-    install(&app, &vm, marker_step(&marker_dir)).await;
+    install(&app, &vm, &marker_dir).await;
     let job = ended(&app, &vm, 2).await;
     let lines = logs_with(&app, &vm, 2, "[marker] marker written").await;
     assert_eq!(job.state, "succeeded", "{job:?} {lines:#?}");
@@ -334,7 +320,7 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     );
 
     // Again: nothing changes, and it succeeds.
-    install(&app, &vm, marker_step(&marker_dir)).await;
+    install(&app, &vm, &marker_dir).await;
     let job = ended(&app, &vm, 3).await;
     assert_eq!(job.state, "succeeded", "{job:?}");
     let lines = logs_with(&app, &vm, 3, "[marker] marker already").await;
@@ -356,7 +342,7 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     let posted = std::fs::read_to_string(other.with_extension("pub")).unwrap();
     let vm2 = running_vm(&app, &sshd, "ssh-2", &posted).await;
     std::fs::remove_file(&marker).unwrap();
-    install(&app, &vm2, marker_step(&marker_dir)).await;
+    install(&app, &vm2, &marker_dir).await;
     let job = ended(&app, &vm2, 2).await;
     assert_eq!(job.state, "failed", "{job:?}");
     let reason = job.reason.unwrap_or_default();
