@@ -363,4 +363,17 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
             .any(|l| l.contains("Host key verification failed")),
         "{lines:#?}"
     );
+
+    // A VM that posted no host key at all: no install job is trusted to it.
+    let vm3 = running_vm(&app, &sshd, "ssh-3", "").await;
+    install(&app, &vm3, &marker_dir).await;
+    let job = ended(&app, &vm3, 2).await;
+    assert_eq!(job.state, "failed", "{job:?}");
+    assert_eq!(
+        job.reason.as_deref(),
+        Some(dispatcher::install::NO_HOST_KEY),
+        "{job:?}"
+    );
+    assert!(!marker.exists(), "the script never ran");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "changed\n");
 }
