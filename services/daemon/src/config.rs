@@ -80,6 +80,9 @@ pub struct Config {
     /// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`,
     /// `PROVISIONING_LOCAL_BOOT_DELAY_SECS`); only the local executor does it.
     pub local_boot: dispatcher::LocalBoot,
+    /// The taskserv catalog (`PROVISIONING_TASKSERVS_DIR`, `hcl/taskservs` by default),
+    /// loaded and checked at start; `None`: no catalog, and a create with taskservs fails.
+    pub taskservs_dir: Option<PathBuf>,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
     /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
@@ -218,6 +221,11 @@ impl Config {
             drift_check: drift_check(&var)?,
             frontend_dir: frontend_dir(&var)?,
             local_boot: local_boot::local_boot(&var)?,
+            taskservs_dir: Some(
+                var("PROVISIONING_TASKSERVS_DIR")
+                    .unwrap_or_else(|| "hcl/taskservs".into())
+                    .into(),
+            ),
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
             bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")

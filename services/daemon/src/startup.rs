@@ -67,6 +67,8 @@ pub enum StartupError {
     Registry(#[from] registry::RegistryError),
     #[error("the catalog does not match the provider registry:\n  {}", .0.join("\n  "))]
     Catalog(Vec<String>),
+    #[error("taskservs: {0}")]
+    Taskservs(#[from] taskservs::LoadError),
     #[error("credentials: {0}")]
     Credentials(#[from] registry::CredentialError),
     #[error("Kubernetes executor: {0}")]
@@ -150,6 +152,10 @@ impl Application {
         // First: a bad policy stops the start before anything connects.
         let policies = Arc::new(api::policy::Policies::load(config.policy_dir.clone())?);
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
+        let taskservs = match &config.taskservs_dir {
+            Some(dir) => Some(Arc::new(taskservs::Catalog::load(dir)?)),
+            None => None,
+        };
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
         let pool =
             store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
@@ -306,6 +312,7 @@ impl Application {
                 registry,
                 credentials,
                 callbacks: Some(callbacks),
+                taskservs,
             },
             sweep,
             executor,

@@ -10,6 +10,7 @@ mod job_status;
 mod kubernetes;
 mod local_boot;
 mod slots;
+pub mod taskserv_boot;
 mod workdir;
 
 pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
@@ -66,6 +67,9 @@ pub struct DispatcherConfig {
     pub credentials: Arc<registry::Credentials>,
     /// Where the VMs of create jobs call back; none: their cloud-init has no callbacks.
     pub callbacks: Option<cloud_init::CallbackUrls>,
+    /// The taskserv catalog, which renders the scripts of a create's plan; none: a create
+    /// with taskservs fails, naming the first.
+    pub taskservs: Option<Arc<taskservs::Catalog>>,
 }
 
 pub struct Dispatcher {

@@ -152,6 +152,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         frontend_dir: None,
         // The tests that check the callbacks call them by hand, and count their events.
         local_boot: dispatcher::LocalBoot::Off,
+        taskservs_dir: None,
         oidc: None,
         policy_dir: None,
         bootstrap_admins: vec![],

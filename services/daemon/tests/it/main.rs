@@ -59,6 +59,7 @@ mod stream;
 mod stream_gaps;
 mod stream_limits;
 mod stream_rights;
+mod taskserv_boot;
 mod terraform_state;
 mod token_rights;
 mod tokens;
