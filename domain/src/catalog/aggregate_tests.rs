@@ -321,7 +321,10 @@ fn a_taskserv_is_disabled_and_enabled_again_per_provider_each_change_once() {
         enabled,
     };
     // Enabled until disabled: enabling changes nothing.
-    given().given(seeded()).when(set(true)).then_expect_events(vec![]);
+    given()
+        .given(seeded())
+        .when(set(true))
+        .then_expect_events(vec![]);
     given()
         .given(seeded())
         .when(set(false))

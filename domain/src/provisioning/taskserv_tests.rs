@@ -80,7 +80,10 @@ fn states(life: &Lifecycle) -> Vec<&'static str> {
 
 #[test]
 fn a_vm_that_phoned_home_is_running_only_once_its_taskservs_installed() {
-    let plan = vec![step("docker", OnError::Stop), step("grafana", OnError::Stop)];
+    let plan = vec![
+        step("docker", OnError::Stop),
+        step("grafana", OnError::Stop),
+    ];
     let up = [booting(plan), vec![phoned_home()]].concat();
     let life = lifecycle(&up);
     assert_eq!(life.status, VmStatus::Initializing);
@@ -96,7 +99,11 @@ fn a_vm_that_phoned_home_is_running_only_once_its_taskservs_installed() {
         }]);
     Given::with(())
         .given(up.clone())
-        .when(report(1, 0, TaskservReport::Installed { outputs: outputs() }))
+        .when(report(
+            1,
+            0,
+            TaskservReport::Installed { outputs: outputs() },
+        ))
         .then_expect_events(vec![installed(1, "docker")]);
     let first = [up.clone(), vec![installed(1, "docker")]].concat();
     assert_eq!(lifecycle(&first).status, VmStatus::Initializing);
@@ -230,7 +237,11 @@ fn an_install_on_a_running_vm_queues_a_job_with_its_steps_and_its_runner_reports
         .when(finish(2, outcome(0, BTreeMap::new())))
         .then_expect_events(vec![ProvisioningEvent::InstallEnded { job_id: job(2) }]);
     let life = lifecycle(&installing);
-    assert_eq!(life.status, VmStatus::Running, "an install leaves it running");
+    assert_eq!(
+        life.status,
+        VmStatus::Running,
+        "an install leaves it running"
+    );
     assert!(matches!(
         life.taskservs[0].state,
         TaskservState::Installed { .. }

@@ -66,6 +66,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::ssh_keys::router())
         .merge(routes::tokens::router())
         .merge(routes::me::router())
+        .merge(routes::taskservs::router(state.clone()))
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

@@ -18,6 +18,7 @@ pub mod network;
 pub mod operations;
 pub mod policy;
 mod positions;
+pub mod taskservs;
 pub mod tokens;
 pub mod users;
 pub mod vms;
@@ -44,4 +45,6 @@ pub struct App {
     pub widest_prefix: u8,
     /// The Cedar policies in force: who may request what, and each user's limits.
     pub policies: Arc<policy::Policies>,
+    /// The taskservs' definitions, loaded and checked at start.
+    pub taskservs: Arc<::taskservs::Catalog>,
 }

@@ -36,6 +36,9 @@ pub struct Config {
     /// sign-in is configured.
     pub admin_token: Option<SecretString>,
     pub hcl_dir: PathBuf,
+    /// The taskservs' catalog (`PROVISIONING_TASKSERVS_DIR`, `<hcl dir>/taskservs` by
+    /// default): its `registry.toml` and one folder per taskserv.
+    pub taskservs_dir: PathBuf,
     pub work_dir: PathBuf,
     pub terraform_bin: PathBuf,
     pub runner_bin: PathBuf,
@@ -80,9 +83,6 @@ pub struct Config {
     /// Whether `local` VMs boot in simulation (`PROVISIONING_LOCAL_BOOT`,
     /// `PROVISIONING_LOCAL_BOOT_DELAY_SECS`); only the local executor does it.
     pub local_boot: dispatcher::LocalBoot,
-    /// The taskserv catalog (`PROVISIONING_TASKSERVS_DIR`, `hcl/taskservs` by default),
-    /// loaded and checked at start; `None`: no catalog, and a create with taskservs fails.
-    pub taskservs_dir: Option<PathBuf>,
     /// Sign-in with OpenID Connect (`PROVISIONING_OIDC_*`): `None`, the default, when off.
     pub oidc: Option<OidcConfig>,
     /// The Cedar policies' directory (`PROVISIONING_POLICY_DIR`): its `schema.cedarschema`
@@ -167,6 +167,12 @@ impl Config {
             nats_prefix: prefix,
             nats_replicas: nats_replicas(&var)?,
             admin_token: var("PROVISIONING_ADMIN_TOKEN").map(SecretString::from),
+            taskservs_dir: var("PROVISIONING_TASKSERVS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
+                        .join("taskservs")
+                }),
             hcl_dir: var("PROVISIONING_HCL_DIR")
                 .unwrap_or_else(|| "hcl".into())
                 .into(),
@@ -221,11 +227,6 @@ impl Config {
             drift_check: drift_check(&var)?,
             frontend_dir: frontend_dir(&var)?,
             local_boot: local_boot::local_boot(&var)?,
-            taskservs_dir: Some(
-                var("PROVISIONING_TASKSERVS_DIR")
-                    .unwrap_or_else(|| "hcl/taskservs".into())
-                    .into(),
-            ),
             oidc: oidc::oidc(&var)?,
             policy_dir: var("PROVISIONING_POLICY_DIR").map(PathBuf::from),
             bootstrap_admins: var("PROVISIONING_BOOTSTRAP_ADMINS")

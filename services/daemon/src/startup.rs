@@ -65,10 +65,10 @@ pub enum StartupError {
     JetStream(#[from] bus::SetupError),
     #[error("{0}")]
     Registry(#[from] registry::RegistryError),
-    #[error("the catalog does not match the provider registry:\n  {}", .0.join("\n  "))]
-    Catalog(Vec<String>),
     #[error("taskservs: {0}")]
     Taskservs(#[from] taskservs::LoadError),
+    #[error("the catalog does not match the provider registry:\n  {}", .0.join("\n  "))]
+    Catalog(Vec<String>),
     #[error("credentials: {0}")]
     Credentials(#[from] registry::CredentialError),
     #[error("Kubernetes executor: {0}")]
@@ -152,10 +152,8 @@ impl Application {
         // First: a bad policy stops the start before anything connects.
         let policies = Arc::new(api::policy::Policies::load(config.policy_dir.clone())?);
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
-        let taskservs = match &config.taskservs_dir {
-            Some(dir) => Some(Arc::new(taskservs::Catalog::load(dir)?)),
-            None => None,
-        };
+        // A bad definition stops the daemon here, with Nickel's message naming the file.
+        let taskservs = Arc::new(taskservs::Catalog::load(&config.taskservs_dir)?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
         let pool =
             store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
@@ -276,6 +274,7 @@ impl Application {
                 callbacks: signer,
                 widest_prefix: config.ssh_widest_prefix,
                 policies,
+                taskservs: taskservs.clone(),
             },
             admin_token: admin_token.map(Arc::new),
             network: api::NetworkRules {
@@ -312,7 +311,7 @@ impl Application {
                 registry,
                 credentials,
                 callbacks: Some(callbacks),
-                taskservs,
+                taskservs: Some(taskservs),
             },
             sweep,
             executor,

@@ -80,6 +80,17 @@ pub async fn template(
     .await
 }
 
+/// The taskservs an admin disabled, as `(provider, taskserv)` pairs; every other one is
+/// enabled wherever its definition allows.
+pub async fn disabled_taskservs(pool: &PgPool) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT provider_id, taskserv FROM taskserv_settings WHERE NOT enabled
+         ORDER BY provider_id, taskserv",
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// A row as the domain knows it: the ids parsed. (Row and domain types are kept apart on
 /// purpose: the table may hold what the domain would refuse, such as a seed row's id.)
 impl TryFrom<TemplateRow> for TemplateSpec {

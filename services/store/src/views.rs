@@ -38,6 +38,8 @@ pub struct VmRow {
     pub drift: Option<sqlx::types::Json<domain::provisioning::DriftReport>>,
     /// Who asked for it.
     pub owner: Uuid,
+    /// Its taskservs, in order, with their state.
+    pub taskservs: sqlx::types::Json<Vec<domain::provisioning::TaskservEntry>>,
 }
 
 const COLUMNS: &str =
@@ -46,7 +48,8 @@ const COLUMNS: &str =
      COALESCE(state->'lifecycle'->'waiting', '[]'::jsonb) AS waiting, expires_at,
      NULLIF(state->'lifecycle'->'boot', 'null'::jsonb) AS boot,
      NULLIF(state->'lifecycle'->'app', 'null'::jsonb) AS app,
-     NULLIF(state->'drift', 'null'::jsonb) AS drift, owner";
+     NULLIF(state->'drift', 'null'::jsonb) AS drift, owner,
+     COALESCE(state->'lifecycle'->'taskservs', '[]'::jsonb) AS taskservs";
 
 pub async fn get(pool: &PgPool, vm: VmId) -> Result<Option<VmRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM vm_views WHERE id = $1"))

@@ -85,6 +85,7 @@ fn parse(input: CreateIn) -> Result<VmRequest, ApiError> {
             ),
         })?;
     Ok(VmRequest {
+        taskservs: vec![],
         id: None,
         name: VmName::parse(&input.vm_name)?,
         provider: ProviderId::parse(provider)?,

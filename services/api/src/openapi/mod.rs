@@ -11,7 +11,9 @@ use answers::CommonAnswers;
 use headers::Headers;
 use links::Links;
 
-use crate::routes::{admin, auth, callbacks, health, me, providers, ssh_keys, tokens, vms};
+use crate::routes::{
+    admin, auth, callbacks, health, me, providers, ssh_keys, taskservs, tokens, vms,
+};
 use crate::AppState;
 
 #[derive(OpenApi)]
@@ -31,6 +33,8 @@ use crate::AppState;
         admin::list_all_providers, admin::create_provider, admin::update_provider,
         admin::reorder_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
+        admin::set_taskserv_enabled,
+        taskservs::list_taskservs, taskservs::install_vm_taskservs, taskservs::install_extension,
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,

@@ -7,6 +7,7 @@ pub mod me;
 pub mod providers;
 pub mod schemas;
 pub mod ssh_keys;
+pub mod taskservs;
 pub mod tokens;
 pub mod vms;
 

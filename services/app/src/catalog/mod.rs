@@ -39,7 +39,7 @@ pub struct Changed<T> {
 impl App {
     /// Runs an admin's `commands` on the catalog, in one commit: the `Catalog` aggregate
     /// validates them and records each as an event with the caller as its actor.
-    async fn change_catalog(
+    pub(crate) async fn change_catalog(
         &self,
         caller: &Caller,
         commands: Vec<CatalogCommand>,

@@ -154,8 +154,7 @@ impl PolicyBook {
             RestrictedExpression::new_string(provider.to_owned()),
         )])
         .expect("one literal pair");
-        let (decision, reasons) =
-            self.decide(who, "install_taskserv", resource, context, [entity]);
+        let (decision, reasons) = self.decide(who, "install_taskserv", resource, context, [entity]);
         if decision == Decision::Allow {
             return Ok(());
         }

@@ -168,7 +168,12 @@ unless { principal in Group::"k8s-users" };"#
     assert_eq!(denied.policy, "k3s-for-k8s-users");
     assert_eq!(denied.reason, "k3s is for members of the k8s-users group");
     assert_eq!(
-        book.may_install(&who(Role::User, &["k8s-users"]), "k3s", "kubernetes", "nrec"),
+        book.may_install(
+            &who(Role::User, &["k8s-users"]),
+            "k3s",
+            "kubernetes",
+            "nrec"
+        ),
         Ok(())
     );
     assert_eq!(

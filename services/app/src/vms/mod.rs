@@ -105,7 +105,7 @@ impl App {
 
     /// Runs a caller's command on VM `vm`, which must have been requested; a retry with the
     /// same idempotency key gets the first answer.
-    async fn command_vm(
+    pub(crate) async fn command_vm(
         &self,
         caller: &Caller,
         vm: VmId,

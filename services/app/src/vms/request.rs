@@ -27,6 +27,8 @@ pub struct VmRequest {
     /// rules here.
     pub allow_ssh_from: Vec<String>,
     pub duration: DurationHours,
+    /// Taskservs to install at boot, with their params; resolved into the VM's plan.
+    pub taskservs: Vec<domain::taskservs::TaskservRequest>,
 }
 
 /// The VM's SSH key: given whole, or one the caller registered.
@@ -172,6 +174,7 @@ impl App {
         )?;
         let duration_hours = input.duration;
         crate::policy::admit(self, owner, &row, duration_hours.get().into()).await?;
+        let taskservs = self.plan_taskservs(owner, &input.taskservs, &row).await?;
         Ok(VmSpec {
             name: input.name.clone(),
             provider: provider.clone(),
@@ -183,7 +186,7 @@ impl App {
             duration_hours,
             username: row.username,
             owner: owner.user,
-            taskservs: vec![],
+            taskservs,
         })
     }
 }
@@ -197,6 +200,7 @@ fn same_request(a: &VmSpec, b: &VmSpec) -> bool {
         && a.ssh_public_key == b.ssh_public_key
         && a.allow_ssh_from == b.allow_ssh_from
         && a.duration_hours == b.duration_hours
+        && a.taskservs == b.taskservs
         // Another user's VM with this id is not theirs to read back.
         && a.owner == b.owner
 }

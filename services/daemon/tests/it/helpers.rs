@@ -130,6 +130,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         nats_replicas: 1,
         admin_token: None,
         hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
+        taskservs_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs").into(),
         work_dir: work.to_owned(),
         terraform_bin: std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())
@@ -152,7 +153,6 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         frontend_dir: None,
         // The tests that check the callbacks call them by hand, and count their events.
         local_boot: dispatcher::LocalBoot::Off,
-        taskservs_dir: None,
         oidc: None,
         policy_dir: None,
         bootstrap_admins: vec![],

@@ -25,8 +25,6 @@ const RUN_SH: &str = "/var/lib/provisioning/taskservs/run.sh";
 async fn app_with(local_boot: dispatcher::LocalBoot) -> TestApp {
     try_spawn_app(daemon::Roles::ALL, |config| {
         config.local_boot = local_boot;
-        config.taskservs_dir =
-            Some(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs").into());
     })
     .await
     .expect("the application starts")
@@ -74,7 +72,9 @@ async fn a_local_vm_with_taskservs_reports_each_in_plan_order_and_runs_only_afte
     })
     .await;
     let id = app
-        .create_ok(json!({"name": "graf-1", "taskservs": [{"name": "grafana"}]}))
+        .create_ok(
+            json!({"name": "graf-1", "template": "large", "taskservs": [{"name": "grafana"}]}),
+        )
         .await;
 
     // Whenever the VM reads `running`, every step was installed before.
@@ -142,7 +142,9 @@ async fn a_local_vm_with_taskservs_reports_each_in_plan_order_and_runs_only_afte
 async fn a_failed_first_taskserv_that_stops_the_plan_leaves_the_rest_skipped() {
     let app = app_with(dispatcher::LocalBoot::Off).await;
     let id = app
-        .create_ok(json!({"name": "graf-2", "taskservs": [{"name": "grafana"}]}))
+        .create_ok(
+            json!({"name": "graf-2", "template": "large", "taskservs": [{"name": "grafana"}]}),
+        )
         .await;
     app.wait_for_status_within(&id, "provisioned", APPLY_WITHIN)
         .await;
@@ -172,22 +174,30 @@ async fn a_failed_first_taskserv_that_stops_the_plan_leaves_the_rest_skipped() {
     );
     let failed = events.iter().find(|e| e.kind == "TaskservFailed").unwrap();
     assert_eq!(failed.data["exit_code"], 3);
-    // The VM's read model has no taskservs yet: their states are the aggregate's.
+    // The VM's read model shows the rest skipped (it is projected a moment later).
+    let expected = [
+        ("docker", "failed"),
+        ("prometheus-node-exporter", "skipped"),
+        ("grafana", "skipped"),
+    ];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let vm: Value = app.get_json(&format!("/api/v1/vms/{id}")).await;
+        let taskservs = vm["taskservs"].as_array().unwrap();
+        let states: Vec<(&str, &str)> = taskservs
+            .iter()
+            .map(|t| (t["name"].as_str().unwrap(), t["state"].as_str().unwrap()))
+            .collect();
+        if states == expected {
+            assert_eq!(taskservs[0]["exit_code"], 3, "{vm}");
+            assert_eq!(taskservs[0]["last_lines"], json!(["E: no such package"]));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{states:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The aggregate agrees.
     let (vm, _) = store::load::<Provisioning>(&app.pool, &id).await.unwrap();
-    let states: Vec<(&str, &str)> = vm
-        .lifecycle()
-        .taskservs
-        .iter()
-        .map(|e| (e.step.name.as_str(), e.state.as_str()))
-        .collect();
-    assert_eq!(
-        states,
-        [
-            ("docker", "failed"),
-            ("prometheus-node-exporter", "skipped"),
-            ("grafana", "skipped"),
-        ]
-    );
     assert!(matches!(
         vm.lifecycle().taskservs[0].state,
         TaskservState::Failed {

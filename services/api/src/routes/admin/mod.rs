@@ -7,6 +7,7 @@ mod dead_letters;
 mod policies;
 mod providers;
 mod stream;
+mod taskservs;
 mod templates;
 mod user_tokens;
 mod users;
@@ -16,6 +17,7 @@ pub use dead_letters::*;
 pub use policies::*;
 pub use providers::*;
 pub use stream::*;
+pub use taskservs::*;
 pub use templates::*;
 pub use user_tokens::*;
 pub use users::*;
@@ -33,6 +35,7 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .merge(providers::router())
         .merge(templates::router())
+        .merge(taskservs::router())
         .merge(dead_letters::router())
         .merge(users::router())
         .merge(user_tokens::router())

@@ -58,6 +58,13 @@ pub struct CreateVmIn {
     /// How long the VM may live: 1 to 168 hours.
     #[schema(minimum = 1, maximum = 168)]
     pub duration_hours: i64,
+    /// Taskservs to install as the VM boots (`GET /api/v1/extensions/taskservs`), with
+    /// their params: their requirements are added and all run in dependency order; the VM
+    /// is `running` once each is over. A taskserv that cannot be installed on this template
+    /// (a conflict, a missing param, its OS or size) is `422` naming it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 32)]
+    pub taskservs: Vec<crate::routes::taskservs::TaskservIn>,
 }
 
 /// Requests a VM. The VM is created in the background; follow it with `GET
@@ -134,5 +141,6 @@ fn parse(input: CreateVmIn) -> Result<VmRequest, ApiError> {
         ssh_key,
         allow_ssh_from: input.allow_ssh_from,
         duration: DurationHours::parse(input.duration_hours)?,
+        taskservs: crate::routes::taskservs::parse_requests(input.taskservs)?,
     })
 }

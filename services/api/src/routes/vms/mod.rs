@@ -147,6 +147,9 @@ pub struct VmOut {
     pub drift: Option<DriftOut>,
     /// The id of the user who asked for it: they and admins see it, no one else.
     pub owner: Uuid,
+    /// The VM's taskservs (those its request planned, then those installed on it), in the
+    /// order they run, each with its state.
+    pub taskservs: Vec<crate::routes::taskservs::VmTaskservOut>,
     /// With `?at=`: the position of the VM's last event at that point, which the answer
     /// shows the VM after. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,7 +161,7 @@ pub struct VmOut {
 pub struct JobSummary {
     /// The job's number within its VM, from 1.
     pub id: u32,
-    /// `create`, `destroy` or `refresh`.
+    /// `create`, `destroy`, `refresh` or `install` (taskservs on the running VM).
     pub action: String,
     /// `queued`: waiting behind the VM's running job, or in the job queue for a free runner
     /// (the dispatcher runs at most `PROVISIONING_MAX_RUNNERS` at once, in order);
@@ -210,12 +213,13 @@ impl From<store::views::VmRow> for VmOut {
             archived: row.archived,
             drift: row.drift.as_ref().map(|d| DriftOut::from(&d.0)),
             owner: row.owner,
+            taskservs: row.taskservs.0.iter().map(Into::into).collect(),
             at_position: None,
         }
     }
 }
 
-fn parse_id(id: &str) -> Result<VmId, ApiError> {
+pub(crate) fn parse_id(id: &str) -> Result<VmId, ApiError> {
     id.parse()
         .map_err(|_| ApiError::NotFound(format!("no VM {id:?}: ids are UUIDs")))
 }
@@ -262,6 +266,7 @@ fn vm_out(
         archived: false,
         drift: None,
         owner: spec.owner.as_uuid(),
+        taskservs: lifecycle.taskservs.iter().map(Into::into).collect(),
         at_position: None,
     }
 }
@@ -269,7 +274,7 @@ fn vm_out(
 /// How this face answers a VM command with `status`: the VM as the command left it, and
 /// the position of the command's last event. The same answer is kept under an
 /// `Idempotency-Key`, so a replay is the same bytes.
-fn vm_answer(status: StatusCode) -> impl Fn(&VmAfter) -> app::Kept + Send + Sync {
+pub(crate) fn vm_answer(status: StatusCode) -> impl Fn(&VmAfter) -> app::Kept + Send + Sync {
     move |after| app::Kept {
         status: status.as_u16(),
         body: serde_json::to_value(vm_from_state(after)).expect("a VM is plain data"),
@@ -279,7 +284,7 @@ fn vm_answer(status: StatusCode) -> impl Fn(&VmAfter) -> app::Kept + Send + Sync
 
 /// The request's `Idempotency-Key` for the application layer: `request` says what the
 /// request was (with the caller, for a create), `answer` how it is answered.
-fn idempotent<'a>(
+pub(crate) fn idempotent<'a>(
     key: &'a Option<String>,
     request: &'a str,
     answer: &'a (dyn Fn(&VmAfter) -> app::Kept + Send + Sync),
@@ -293,7 +298,7 @@ fn idempotent<'a>(
 
 /// The answer to a VM command: its result answered by `answer`, or the answer kept for the
 /// same request.
-fn answered(
+pub(crate) fn answered(
     outcome: app::Outcome<VmAfter>,
     answer: &(dyn Fn(&VmAfter) -> app::Kept + Send + Sync),
 ) -> Answered {
