@@ -38,14 +38,15 @@ pub struct StepUrls {
     pub failed: String,
 }
 
-/// A file for cloud-init's `write_files`, its content base64-encoded (`encoding: b64`):
-/// whatever a script holds, the YAML document stays valid.
+/// A file for cloud-init's `write_files`, its content gzipped then base64-encoded
+/// (`encoding: gz+b64`): whatever a script holds, the YAML document stays valid, and the
+/// user data stays small (AWS takes 16 KiB at most).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootFile {
     /// A YAML double-quoted scalar.
     pub path: String,
     pub permissions: &'static str,
-    pub content_b64: String,
+    pub content_gz_b64: String,
 }
 
 /// What the VM of a create job gets for its plan.
@@ -128,8 +129,17 @@ fn boot_file(file: ScriptFile) -> BootFile {
     BootFile {
         path: crate::cloud_init::quoted(&file.path),
         permissions: file.permissions,
-        content_b64: base64::engine::general_purpose::STANDARD.encode(file.content),
+        content_gz_b64: base64::engine::general_purpose::STANDARD.encode(gzip(&file.content)),
     }
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder
+        .write_all(text.as_bytes())
+        .expect("writing to memory does not fail");
+    encoder.finish().expect("writing to memory does not fail")
 }
 
 /// The steps' URLs written by [`crate::prepare`] into `workdir`; `None` when it has none.

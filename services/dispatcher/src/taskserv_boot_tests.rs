@@ -66,17 +66,20 @@ fn files(doc: &Value) -> BTreeMap<String, (String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["encoding"] == "b64")
+        .filter(|f| f["encoding"] == "gz+b64")
         .map(|f| {
-            let bytes = base64::engine::general_purpose::STANDARD
+            let gzipped = base64::engine::general_purpose::STANDARD
                 .decode(f["content"].as_str().unwrap())
                 .unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(&gzipped[..]),
+                &mut text,
+            )
+            .unwrap();
             (
                 f["path"].as_str().unwrap().to_owned(),
-                (
-                    f["permissions"].as_str().unwrap().to_owned(),
-                    String::from_utf8(bytes).unwrap(),
-                ),
+                (f["permissions"].as_str().unwrap().to_owned(), text),
             )
         })
         .collect()
@@ -200,4 +203,26 @@ fn a_step_that_does_not_render_fails_the_job_naming_it_and_no_url() {
     let text = err.to_string();
     assert!(text.contains("taskserv redis"), "{text}");
     assert!(!text.contains("callbacks/"), "{text}");
+}
+
+#[test]
+fn the_largest_plan_fits_in_the_user_data_aws_takes() {
+    // Every shipped taskserv but nginx, which conflicts with k3s; EESSI's commands too.
+    let catalog = catalog();
+    let names: Vec<&str> = catalog
+        .definitions()
+        .map(|d| d.name.as_str())
+        .filter(|n| *n != "nginx")
+        .collect();
+    let job = job_with(&names);
+    let work = tempfile::tempdir().unwrap();
+    let mut config = config(work.path());
+    config.taskservs = Some(catalog.clone());
+    let mut provider = provider("local");
+    provider.cloud_init.eessi = true;
+    let dir = crate::prepare(&config, &job, &provider).unwrap();
+    let vars: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("terraform.tfvars.json")).unwrap()).unwrap();
+    let size = vars["user_data"].as_str().unwrap().len();
+    assert!(size < 16 * 1024, "{size} bytes");
 }

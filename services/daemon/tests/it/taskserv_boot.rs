@@ -38,7 +38,9 @@ fn workdir(app: &TestApp, vm: &str) -> PathBuf {
 fn cloud_init(app: &TestApp, vm: &str) -> Value {
     let vars = std::fs::read(workdir(app, vm).join("terraform.tfvars.json")).unwrap();
     let vars: Value = serde_json::from_slice(&vars).unwrap();
-    serde_saphyr::from_str(vars["user_data"].as_str().unwrap()).expect("cloud-init is YAML")
+    let user_data = vars["user_data"].as_str().unwrap();
+    assert!(user_data.len() < 16 * 1024, "{} bytes", user_data.len());
+    serde_saphyr::from_str(user_data).expect("cloud-init is YAML")
 }
 
 /// The decoded content of the file cloud-init writes at `path`.
@@ -49,11 +51,14 @@ fn written(cloud_init: &Value, path: &str) -> String {
         .iter()
         .find(|f| f["path"] == path)
         .unwrap_or_else(|| panic!("no {path} in write_files"));
-    assert_eq!(file["encoding"], "b64");
-    let bytes = base64::engine::general_purpose::STANDARD
+    assert_eq!(file["encoding"], "gz+b64");
+    let gzipped = base64::engine::general_purpose::STANDARD
         .decode(file["content"].as_str().unwrap())
         .unwrap();
-    String::from_utf8(bytes).unwrap()
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut text)
+        .unwrap();
+    text
 }
 
 /// The taskserv events of `events`: (kind, taskserv), in order.
