@@ -25,10 +25,15 @@ if [[ ! -d $socketio/node_modules/socket.io-client ]]; then
   timed "installing the test Socket.IO client" npm ci --prefix "$socketio" --no-audit --no-fund
 fi
 
-# The taskservs tests run shellcheck on every shipped script (and fail without it).
-if ! command -v shellcheck >/dev/null; then
-  command -v apt-get >/dev/null || { log "shellcheck not found: the taskservs tests need it"; exit 1; }
-  timed "installing shellcheck" bash -c 'apt-get update -qq && apt-get install -y -qq shellcheck'
+# The taskservs tests run shellcheck on every shipped script, and install jobs push
+# scripts over SSH to a real OpenSSH server the test starts (they fail without either).
+missing=()
+command -v shellcheck >/dev/null || missing+=(shellcheck)
+[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+command -v ssh >/dev/null || missing+=(openssh-client)
+if ((${#missing[@]})); then
+  command -v apt-get >/dev/null || { log "not found: ${missing[*]} (the taskservs tests need them)"; exit 1; }
+  timed "installing ${missing[*]}" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing[*]}"
 fi
 
 log "cargo test --workspace --locked $*"

@@ -145,6 +145,8 @@ impl Lifecycle {
             ProvisioningEvent::Requested { expires_at, spec } => {
                 self.settled = VmStatus::Requested;
                 self.planned = spec.taskservs.clone();
+                // Shown pending from the start; the create that makes the VM owns them.
+                self.plan_boot(JobId::FIRST);
                 self.expiry = expires_at.map(Expiry::new);
             }
             ProvisioningEvent::JobRequested { job_id, action } => {

@@ -2,7 +2,7 @@ use anyhow::Context;
 use daemon::{telemetry, Application, Config, Roles};
 use secrecy::{ExposeSecret, SecretString};
 
-const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|replay [--projection vms|catalog]|providers validate|providers list|users grant-admin EMAIL|policies check]
+const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|ingester|migrate|openapi|rebuild-projections|replay [--projection vms|catalog]|providers validate|providers list|users grant-admin EMAIL|policies check|taskservs check|taskservs list]
 
   run (default)         every role in one process
   api, relay, ...       one role (for scale-out)
@@ -16,6 +16,8 @@ const USAGE: &str = "usage: provisioningd [run|api|relay|projector|dispatcher|in
   users grant-admin EMAIL
                         make the user with EMAIL an admin (made if they never signed in)
   policies check        validate the policies of PROVISIONING_POLICY_DIR and exit
+  taskservs check       load and check the taskservs of PROVISIONING_TASKSERVS_DIR and exit
+  taskservs list        print the taskservs' catalog in order, with their dependencies
 
 Configuration comes from the environment; see docs/operations.md.";
 
@@ -55,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
             return users(&args).await;
         }
         "policies" => return policies(std::env::args().nth(2).as_deref()),
+        "taskservs" => return taskservs(std::env::args().nth(2).as_deref()),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return Ok(());
@@ -214,6 +217,37 @@ fn policies(command: Option<&str>) -> anyhow::Result<()> {
         policies.book().len(),
         policies.source()
     );
+    Ok(())
+}
+
+/// `taskservs check` and `taskservs list`: the catalog loaded as the daemon loads it.
+fn taskservs(command: Option<&str>) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let dir = &config.taskservs_dir;
+    let catalog = taskservs::Catalog::load(dir)?;
+    match command {
+        Some("check") => {
+            let count = catalog.definitions().count();
+            println!("taskservs OK: {count} from {}", dir.display());
+        }
+        Some("list") => {
+            for d in catalog.definitions() {
+                let deps: Vec<String> = d
+                    .depends_on
+                    .iter()
+                    .map(|dep| format!("{} {}", dep.kind.as_str(), dep.name))
+                    .collect();
+                println!(
+                    "{:<26} {:<8} {:<12} {}",
+                    d.name.as_str(),
+                    d.version,
+                    d.category,
+                    deps.join(", ")
+                );
+            }
+        }
+        _ => anyhow::bail!("usage: provisioningd taskservs check|list"),
+    }
     Ok(())
 }
 

@@ -60,6 +60,17 @@ pub enum DependencyKind {
     ConflictsWith,
 }
 
+impl DependencyKind {
+    /// As definitions write it: `requires`, `prefers_before`, `conflicts_with`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DependencyKind::Requires => "requires",
+            DependencyKind::PrefersBefore => "prefers_before",
+            DependencyKind::ConflictsWith => "conflicts_with",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParamSpec {
     #[serde(rename = "type")]

@@ -60,6 +60,7 @@ mod stream_gaps;
 mod stream_limits;
 mod stream_rights;
 mod taskserv_boot;
+mod taskserv_request;
 mod terraform_state;
 mod token_rights;
 mod tokens;
