@@ -30,6 +30,9 @@ pub struct CloudInit<'a> {
     /// The application's callback URLs (`app_starting`, `app_ready`, `app_failed`), in
     /// `/etc/provisioning/callbacks.env` for it to use; empty without callbacks.
     pub app_urls: &'a [(&'static str, String)],
+    /// The plan's scripts and `run.sh` (see [`crate::taskserv_boot`]); empty without
+    /// taskservs. cloud-init runs `run.sh` after every other command.
+    pub taskserv_files: &'a [crate::taskserv_boot::BootFile],
 }
 
 /// Where the VMs of create jobs call back: `<public url>/api/v1/callbacks/<token>`, each
@@ -91,13 +94,15 @@ pub fn quoted(value: &str) -> String {
     serde_json::Value::String(value.to_owned()).to_string()
 }
 
-/// Renders the cloud-init document of a job, with its callback URLs (`urls`) and the VM's
-/// deploy key (public; empty for none).
+/// Renders the cloud-init document of a job, with its callback URLs (`urls`), the VM's
+/// deploy key (public; empty for none) and the files of its taskservs (`taskserv_files`,
+/// empty for none).
 pub fn render(
     job: &JobMessage,
     settings: &registry::CloudInit,
     urls: &[(CallbackKind, String)],
     deploy_key: &str,
+    taskserv_files: &[crate::taskserv_boot::BootFile],
 ) -> Result<String, askama::Error> {
     let url = |kind| {
         urls.iter()
@@ -126,6 +131,7 @@ pub fn render(
         boot_callback_url: url(CallbackKind::BootStarted),
         phone_home_url: url(CallbackKind::PhoneHome),
         app_urls: &app_urls,
+        taskserv_files,
     }
     .document()
 }
@@ -145,6 +151,7 @@ mod tests {
             boot_callback_url: "",
             phone_home_url,
             app_urls: &[],
+            taskserv_files: &[],
         }
         .document()
         .unwrap()
@@ -177,6 +184,7 @@ mod tests {
                 boot_callback_url: "",
                 phone_home_url: "",
                 app_urls: &[],
+                taskserv_files: &[],
             }
             .document()
             .unwrap();

@@ -65,7 +65,7 @@ pub fn prepare(
          derived: none is configured",
     )?;
     let scripts = config
-        .taskservs
+        .install_scripts
         .as_ref()
         .ok_or("no taskserv catalog is loaded (PROVISIONING_TASKSERVS_DIR)")?;
     let host_keys = vm

@@ -12,6 +12,7 @@ mod job_status;
 mod kubernetes;
 mod local_boot;
 mod slots;
+pub mod taskserv_boot;
 mod workdir;
 
 pub use executor::{Executor, ExecutorError, Launch, LaunchCredential, LocalExecutor};
@@ -70,9 +71,12 @@ pub struct DispatcherConfig {
     /// Its key also derives each VM's deploy key, so install jobs need it.
     pub callbacks: Option<cloud_init::CallbackUrls>,
     /// Renders install jobs' scripts (the taskserv catalog); none: install jobs fail.
-    pub taskservs: Option<Arc<dyn install::InstallScripts>>,
+    pub install_scripts: Option<Arc<dyn install::InstallScripts>>,
     /// The port install jobs reach VMs' SSH at (`PROVISIONING_SSH_PORT`, 22).
     pub ssh_port: u16,
+    /// The taskserv catalog, which renders the scripts of a create's plan; none: a create
+    /// with taskservs fails, naming the first.
+    pub taskservs: Option<Arc<taskservs::Catalog>>,
 }
 
 pub struct Dispatcher {

@@ -6,6 +6,11 @@
 //! VM (its `terraform.tfvars.json`), so the callbacks go through the public API like a
 //! real VM's, and are recorded with the VM as actor.
 //!
+//! A VM with taskservs then reports each step of its plan, in order, `delay` apart: started,
+//! then installed with simulated outputs (`simulated=true`, and `port` when the step has a
+//! `port` param), from the URLs of its working directory's `taskserv_callbacks.json`.
+//! Nothing is installed: the `local` provider has no machine to install on.
+//!
 //! The simulation lives in the daemon that started the runner, in memory: if that daemon
 //! stops before the create ends, the VM is left `provisioned` (and, past the boot timeout,
 //! `unreachable`), as a real VM whose callbacks were lost would be.
@@ -16,6 +21,7 @@ use std::time::Duration;
 use domain::provisioning::{JobAction, JobId, ProviderId, Provisioning, VmId, VmStatus};
 use store::PgPool;
 
+use crate::taskserv_boot::StepUrls;
 use crate::Launch;
 
 /// The provider whose VMs have their boot simulated: the one that makes no machine.
@@ -65,6 +71,8 @@ pub(crate) struct BootPlan {
     boot_started: String,
     phone_home: String,
     host_name: String,
+    /// The plan's steps, in order; empty without taskservs.
+    taskservs: Vec<StepUrls>,
 }
 
 impl BootSimulator {
@@ -98,6 +106,7 @@ impl BootSimulator {
             boot_started,
             phone_home,
             host_name,
+            taskservs: crate::taskserv_boot::read_steps(&launch.workdir).unwrap_or_default(),
         })
     }
 
@@ -119,7 +128,24 @@ impl BootSimulator {
             ("hostname", plan.host_name.as_str()),
             ("fqdn", plan.host_name.as_str()),
         ];
-        self.call(&plan.phone_home, "phone_home", &form).await;
+        if !self.call(&plan.phone_home, "phone_home", &form).await {
+            return;
+        }
+        for step in &plan.taskservs {
+            tokio::time::sleep(self.delay).await;
+            if !self.call(&step.started, "taskserv_started", &[]).await {
+                return;
+            }
+            tokio::time::sleep(self.delay).await;
+            let outputs = simulated_outputs(step);
+            let form = [("outputs", outputs.as_str())];
+            if !self
+                .call(&step.installed, "taskserv_installed", &form)
+                .await
+            {
+                return;
+            }
+        }
     }
 
     /// Whether the VM's create job `job_id` succeeded: `false` once it ended otherwise, or
@@ -200,6 +226,19 @@ fn rendered(workdir: &Path) -> Option<(String, String, String)> {
     ))
 }
 
+/// What a simulated taskserv reports as installed: `key=value` lines saying it is
+/// simulated, with its `port` param when it has one.
+fn simulated_outputs(step: &StepUrls) -> String {
+    let mut lines = String::from("simulated=true\n");
+    if let Some(port) = step.params.get("port").filter(|p| !p.is_null()) {
+        let port = port
+            .as_str()
+            .map_or_else(|| port.to_string(), str::to_owned);
+        lines.push_str(&format!("port={port}\n"));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +277,24 @@ mod tests {
         // A VM given no callbacks has nothing to call.
         std::fs::write(&file, vars("").to_string()).unwrap();
         assert!(rendered(dir.path()).is_none());
+    }
+
+    #[test]
+    fn a_simulated_taskserv_reports_its_port_param_among_its_outputs() {
+        let step = |params: serde_json::Value| StepUrls {
+            name: domain::taskservs::TaskservName::parse("grafana").unwrap(),
+            params: serde_json::from_value(params).unwrap(),
+            started: String::new(),
+            installed: String::new(),
+            failed: String::new(),
+        };
+        assert_eq!(
+            simulated_outputs(&step(serde_json::json!({"port": 3000, "x": "y"}))),
+            "simulated=true\nport=3000\n"
+        );
+        assert_eq!(
+            simulated_outputs(&step(serde_json::json!({}))),
+            "simulated=true\n"
+        );
     }
 }

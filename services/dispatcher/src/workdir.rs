@@ -16,6 +16,9 @@ pub enum WorkdirError {
         provider: String,
         source: registry::FolderError,
     },
+    /// A taskserv of the plan could not be rendered, or there is no catalog to render it.
+    #[error("could not prepare the VM's taskservs: {0}")]
+    Taskserv(#[from] crate::taskserv_boot::TaskservError),
     #[error("could not render cloud-init: {0}")]
     CloudInit(#[from] askama::Error),
     #[error("could not encode the job's variables: {0}")]
@@ -69,11 +72,33 @@ pub fn prepare(
         }
         _ => String::new(),
     };
-    let user_data = crate::cloud_init::render(job, &provider.cloud_init, &urls, &deploy_key)?;
+    let taskservs =
+        crate::taskserv_boot::compose(job, config.taskservs.as_deref(), config.callbacks.as_ref())?;
+    let user_data = crate::cloud_init::render(
+        job,
+        &provider.cloud_init,
+        &urls,
+        &deploy_key,
+        &taskservs.files,
+    )?;
+    if user_data.len() > USER_DATA_WARN {
+        tracing::warn!(
+            bytes = user_data.len(),
+            taskservs = taskservs.steps.len(),
+            "the VM's cloud-init user data is over 16 KiB: AWS refuses more"
+        );
+    }
     let vars = variables(job, &user_data, &urls);
     std::fs::write(&tfvars, serde_json::to_vec_pretty(&vars)?).map_err(io(&tfvars))?;
+    if !taskservs.steps.is_empty() {
+        let file = dir.join(crate::taskserv_boot::CALLBACKS_FILE);
+        std::fs::write(&file, serde_json::to_vec_pretty(&taskservs.steps)?).map_err(io(&file))?;
+    }
     Ok(dir)
 }
+
+/// The largest user data AWS takes (16 KiB); others take more (OpenStack 64 KiB).
+const USER_DATA_WARN: usize = 16 * 1024;
 
 /// The common variables every provider declares (`registry::COMMON_VARIABLES`).
 pub fn variables(
@@ -117,11 +142,11 @@ fn copy_flat(files: &[registry::SourceFile], to: &Path) -> Result<(), WorkdirErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use domain::provisioning::*;
 
-    fn job(provider: &str) -> JobMessage {
+    pub(crate) fn job(provider: &str) -> JobMessage {
         JobMessage {
             vm_id: VmId::new(),
             job_id: JobId::FIRST,
@@ -142,7 +167,7 @@ mod tests {
         }
     }
 
-    fn provider(folder: &str) -> registry::Provider {
+    pub(crate) fn provider(folder: &str) -> registry::Provider {
         registry::Provider {
             id: "local".into(),
             name: "Local".into(),
@@ -157,7 +182,7 @@ mod tests {
         }
     }
 
-    fn config(work: &Path) -> DispatcherConfig {
+    pub(crate) fn config(work: &Path) -> DispatcherConfig {
         let hcl_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hcl");
         DispatcherConfig {
             registry: std::sync::Arc::new(registry::Registry {
@@ -181,11 +206,12 @@ mod tests {
                 ttl: std::time::Duration::from_secs(600),
             }),
             taskservs: None,
+            install_scripts: None,
             ssh_port: 22,
         }
     }
 
-    fn signer() -> domain::callbacks::CallbackSigner {
+    pub(crate) fn signer() -> domain::callbacks::CallbackSigner {
         domain::callbacks::CallbackSigner::new(vec![7; 32]).unwrap()
     }
 
@@ -289,7 +315,7 @@ mod tests {
         let vars = variables(&job, "#cloud-config\n", &[]);
         assert_eq!(vars["vm_name"], "my-vm-1");
         let user_data =
-            crate::cloud_init::render(&job, &provider("local").cloud_init, &[], "").unwrap();
+            crate::cloud_init::render(&job, &provider("local").cloud_init, &[], "", &[]).unwrap();
         assert!(user_data.contains("\nhostname: my-vm-1\n"), "{user_data}");
         assert!(!user_data.contains("My_VM.1"), "{user_data}");
     }

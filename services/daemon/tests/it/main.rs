@@ -59,6 +59,7 @@ mod stream;
 mod stream_gaps;
 mod stream_limits;
 mod stream_rights;
+mod taskserv_boot;
 mod taskserv_request;
 mod taskserv_ssh;
 mod terraform_state;
