@@ -12,6 +12,9 @@ use super::limits;
 use super::values::{JobId, VmSpec};
 use crate::Decide;
 
+#[path = "install.rs"]
+mod install;
+
 /// One VM: its request and the Terraform jobs run for it. Jobs of one VM never run in
 /// parallel: a job asked for while another is active waits behind it, in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -389,52 +392,6 @@ impl Provisioning {
     }
 
     /// Only a destroyed VM is archived; archiving it again changes nothing.
-    /// Taskservs for the running VM: the plan recorded, and its install job queued now or
-    /// behind the active one.
-    fn install(
-        &self,
-        taskservs: Vec<crate::taskservs::PlannedTaskserv>,
-    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
-        let lifecycle = &self.lifecycle;
-        self.existing()?;
-        if lifecycle.status != VmStatus::Running || lifecycle.destroy_to_come() {
-            return Err(ProvisioningError::CannotInstall(lifecycle.status));
-        }
-        let job_id = lifecycle.next_job_id();
-        let job = match lifecycle.active_job {
-            Some(_) => ProvisioningEvent::JobRequested {
-                job_id,
-                action: JobAction::Install,
-            },
-            None => {
-                let mut spec = self.spec.clone().ok_or(ProvisioningError::NotFound)?;
-                spec.taskservs = taskservs.clone();
-                ProvisioningEvent::JobQueued {
-                    job_id,
-                    action: JobAction::Install,
-                    spec,
-                }
-            }
-        };
-        Ok(vec![
-            ProvisioningEvent::TaskservsRequested { job_id, taskservs },
-            job,
-        ])
-    }
-
-    fn report_taskserv(
-        &self,
-        job_id: JobId,
-        step: u8,
-        report: super::boot::TaskservReport,
-    ) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
-        let job = self.active_job(job_id)?;
-        if job.action != JobAction::Install {
-            return Err(ProvisioningError::JobNotActive(job_id));
-        }
-        super::progress::runner_report(&self.lifecycle, job_id, step, report)
-    }
-
     fn archive(&self) -> Result<Vec<ProvisioningEvent>, ProvisioningError> {
         match self.lifecycle.status {
             VmStatus::Unknown => Err(ProvisioningError::NotFound),
