@@ -7,9 +7,11 @@ pub mod callbacks;
 pub mod catalog;
 mod decide;
 pub mod identity;
+mod kind;
 pub mod provisioning;
 pub mod quota;
 pub mod taskservs;
 
 pub use actor::Actor;
 pub use decide::Decide;
+pub use kind::AggregateKind;

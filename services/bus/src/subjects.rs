@@ -1,4 +1,5 @@
 use domain::provisioning::{JobId, ProviderId, VmId};
+use domain::AggregateKind;
 
 /// The subject taxonomy of `nats/subjects.md`, under one prefix.
 #[derive(Debug, Clone)]
@@ -30,8 +31,9 @@ impl Subjects {
     /// provider the VM was requested on (see [`provider_token`]).
     pub fn vm_event(&self, provider: &ProviderId, vm: &str, event_type: &str) -> String {
         format!(
-            "{}.events.vm.{}.{vm}.{event_type}",
+            "{}.events.{}.{}.{vm}.{event_type}",
             self.prefix,
+            AggregateKind::Vm.subject_token(),
             provider_token(provider)
         )
     }
@@ -41,17 +43,20 @@ impl Subjects {
     /// every provider (`SeedImported`, `ProvidersReordered`).
     pub fn catalog_event(&self, provider: Option<&ProviderId>, event_type: &str) -> String {
         let scope = provider.map_or_else(|| ALL_PROVIDERS.to_owned(), provider_token);
-        format!("{}.events.catalog.{scope}.{event_type}", self.prefix)
+        let kind = AggregateKind::Catalog.subject_token();
+        format!("{}.events.{kind}.{scope}.{event_type}", self.prefix)
     }
 
     /// Every event of one VM, whatever its provider.
     pub fn events_of(&self, vm: VmId) -> String {
-        format!("{}.events.vm.*.{vm}.>", self.prefix)
+        let kind = AggregateKind::Vm.subject_token();
+        format!("{}.events.{kind}.*.{vm}.>", self.prefix)
     }
 
     /// The events of one type of one VM, whatever its provider.
     pub fn event_of(&self, vm: VmId, event_type: &str) -> String {
-        format!("{}.events.vm.*.{vm}.{event_type}", self.prefix)
+        let kind = AggregateKind::Vm.subject_token();
+        format!("{}.events.{kind}.*.{vm}.{event_type}", self.prefix)
     }
 
     /// `<prefix>.gauges.platform`: the platform gauges, every 10 s.

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 use domain::catalog::CatalogEvent;
 use domain::provisioning::{ProvisioningEvent, Stamp, VmId, VmView};
+use domain::AggregateKind;
 use store::dead_letters;
 use store::feed::{self, FeedEvent, UndecodableEvent};
 use store::lease::{self, Lease};
@@ -104,23 +105,28 @@ pub(crate) async fn fold(
     let mut touched: HashMap<VmId, (VmView, OffsetDateTime, OffsetDateTime)> = HashMap::new();
     let mut logs = Vec::new();
     for event in events {
-        if scope.catalog {
-            if let Err(e) = decodable_catalog(event) {
-                if let Some(follower) = follower {
-                    dead_letters::park(&mut **tx, follower, event, &e).await?;
+        match event.kind() {
+            Some(AggregateKind::Catalog) => {
+                if !scope.catalog {
+                    continue;
                 }
+                if let Err(e) = decodable_catalog(event) {
+                    if let Some(follower) = follower {
+                        dead_letters::park(&mut **tx, follower, event, &e).await?;
+                    }
+                    continue;
+                }
+                store::catalog::fold(tx, event).await?;
                 continue;
             }
-            if store::catalog::fold(tx, event).await? {
-                continue;
-            }
-        }
-        if !scope.vms {
-            continue;
+            Some(AggregateKind::Vm) if scope.vms => {}
+            Some(AggregateKind::Vm) => continue,
+            // A type this build does not know: a newer version's, with read models of its own.
+            None => continue,
         }
         let (vm, domain_event) = match event.provisioning() {
             Ok(Some(decoded)) => decoded,
-            Ok(None) => continue, // other aggregates have read models of their own
+            Ok(None) => continue,
             Err(e) => {
                 if let Some(follower) = follower {
                     dead_letters::park(&mut **tx, follower, event, &e.to_string()).await?;
@@ -161,7 +167,7 @@ pub(crate) async fn fold(
 /// A catalog event the catalog's fold can read (checked first, so a bad one is parked
 /// rather than failing the batch); other aggregates pass.
 fn decodable_catalog(event: &FeedEvent) -> Result<(), String> {
-    if event.aggregate_type != "Catalog" {
+    if event.kind() != Some(AggregateKind::Catalog) {
         return Ok(());
     }
     serde_json::from_value::<CatalogEvent>(event.payload.clone())
@@ -202,11 +208,16 @@ async fn refold(
     event: &FeedEvent,
     checkpoint: feed::Cursor,
 ) -> Result<Result<(), String>, ProjectorError> {
-    if let Err(error) = decodable_catalog(event) {
-        return Ok(Err(error));
-    }
-    if store::catalog::fold(tx, event).await? {
-        return Ok(Ok(()));
+    match event.kind() {
+        Some(AggregateKind::Catalog) => {
+            if let Err(error) = decodable_catalog(event) {
+                return Ok(Err(error));
+            }
+            store::catalog::fold(tx, event).await?;
+            return Ok(Ok(()));
+        }
+        Some(AggregateKind::Vm) => {}
+        None => return Ok(Ok(())),
     }
     let (vm, domain_event) = match event.provisioning() {
         Ok(Some(decoded)) => decoded,

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use bus::{EventEnvelope, JobMessage, Subjects, ENVELOPE_VERSION};
-use cqrs_es::Aggregate;
-use domain::catalog::{Catalog, CatalogEvent};
-use domain::provisioning::{ProviderId, Provisioning, ProvisioningEvent};
+use domain::catalog::CatalogEvent;
+use domain::provisioning::{ProviderId, ProvisioningEvent};
+use domain::AggregateKind;
 use store::feed::{self, FeedEvent};
 use store::{sqlx, PgPool};
 
@@ -21,7 +21,7 @@ pub(crate) async fn providers(
 ) -> Result<HashMap<String, String>, sqlx::Error> {
     let mut vms: Vec<&str> = events
         .iter()
-        .filter(|e| e.aggregate_type == Provisioning::TYPE)
+        .filter(|e| e.is_vm())
         .map(|e| e.aggregate_id.as_str())
         .collect();
     vms.sort_unstable();
@@ -46,10 +46,11 @@ pub(crate) fn messages(
             event.aggregate_type, event.aggregate_id, event.sequence
         ));
     }
-    let (subject, event_type, provider) = match &decoded {
+    // `decoded` is `Some` exactly for a VM's event.
+    let (subject, event_type, provider) = match (event.kind(), &decoded) {
         // Named as this version names the event: one stored by an earlier version under an
         // older name (`AddressChanged`) is published under its current one (`IpChanged`).
-        Some((vm, e)) => {
+        (Some(AggregateKind::Vm), Some((vm, e))) => {
             let provider = providers
                 .get(&event.aggregate_id)
                 .and_then(|p| ProviderId::parse(p).ok())
@@ -57,14 +58,16 @@ pub(crate) fn messages(
             let subject = subjects.vm_event(&provider, &event.aggregate_id, e.name());
             (subject, e.name().to_owned(), Some(provider))
         }
-        None if event.aggregate_type == Catalog::TYPE => {
+        (Some(AggregateKind::Catalog), _) => {
             let change: CatalogEvent = serde_json::from_value(event.payload.clone())
                 .map_err(|e| format!("catalog event {}: {e}", event.sequence))?;
             let provider = concerned_provider(&change).cloned();
             let subject = subjects.catalog_event(provider.as_ref(), change.name());
             (subject, change.name().to_owned(), provider)
         }
-        None => return Err(format!("unknown aggregate type {}", event.aggregate_type)),
+        (Some(AggregateKind::Vm), None) | (None, _) => {
+            return Err(format!("unknown aggregate type {}", event.aggregate_type))
+        }
     };
     let envelope = EventEnvelope {
         version: ENVELOPE_VERSION,

@@ -7,8 +7,8 @@
 //! starts after the event at a position (the last one a client has); the indexes of
 //! migration 0017 keep each filter on that order.
 
-use cqrs_es::Aggregate;
-use domain::provisioning::{ProviderId, Provisioning, VmId};
+use domain::provisioning::{ProviderId, VmId};
+use domain::AggregateKind;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use time::OffsetDateTime;
 
@@ -39,11 +39,20 @@ impl AuditFilter {
             && (self.types.is_empty() || self.types.contains(&event.event_type))
             && self
                 .vm
-                .is_none_or(|vm| event.is_vm() && event.aggregate_id == vm.to_string())
-            && (self.provider.is_none() || event.is_vm())
+                .is_none_or(|vm| of_a_vm(event.kind()) && event.aggregate_id == vm.to_string())
+            && (self.provider.is_none() || of_a_vm(event.kind()))
             && self.from.is_none_or(|from| event.recorded_at >= from)
             && self.to.is_none_or(|to| event.recorded_at < to)
             && !(self.exclude_logs && event.event_type == "LogLine")
+    }
+}
+
+/// Whether events of `kind` are a VM's, and so selected by the `vm` and `provider` filters
+/// (the SQL of [`push_filter`] selects the same kinds).
+fn of_a_vm(kind: Option<AggregateKind>) -> bool {
+    match kind {
+        Some(AggregateKind::Vm) => true,
+        Some(AggregateKind::Catalog) | None => false,
     }
 }
 
@@ -154,7 +163,7 @@ fn push_filter(query: &mut QueryBuilder<'_, Postgres>, filter: &AuditFilter) {
     if let Some(vm) = filter.vm {
         query
             .push(" AND aggregate_type = ")
-            .push_bind(Provisioning::TYPE)
+            .push_bind(AggregateKind::Vm.type_name())
             .push(" AND aggregate_id = ")
             .push_bind(vm.to_string());
     }
@@ -162,7 +171,7 @@ fn push_filter(query: &mut QueryBuilder<'_, Postgres>, filter: &AuditFilter) {
         // The provider is in the VM's request (its first event), nowhere else.
         query
             .push(" AND aggregate_type = ")
-            .push_bind(Provisioning::TYPE)
+            .push_bind(AggregateKind::Vm.type_name())
             .push(
                 " AND aggregate_id IN (SELECT r.aggregate_id FROM events r
                   WHERE r.event_type = 'Requested'

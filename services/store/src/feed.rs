@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use cqrs_es::Aggregate;
-use domain::provisioning::{Provisioning, ProvisioningEvent, ValueError, VmId};
+use domain::provisioning::{ProvisioningEvent, ValueError, VmId};
+use domain::AggregateKind;
 use serde::Deserialize;
 use sqlx::postgres::PgListener;
 use sqlx::{PgExecutor, PgPool};
@@ -52,14 +52,19 @@ impl FeedEvent {
             .map(str::to_owned)
     }
 
+    /// The kind of aggregate it is an event of; `None` for a type this build does not know.
+    pub fn kind(&self) -> Option<AggregateKind> {
+        AggregateKind::parse(&self.aggregate_type)
+    }
+
     /// Whether it is an event of a VM (the `Provisioning` aggregate).
     pub fn is_vm(&self) -> bool {
-        self.aggregate_type == Provisioning::TYPE
+        self.kind() == Some(AggregateKind::Vm)
     }
 
     /// The VM and its event, for an event of the `Provisioning` aggregate.
     pub fn provisioning(&self) -> Result<Option<(VmId, ProvisioningEvent)>, UndecodableEvent> {
-        if self.aggregate_type != Provisioning::TYPE {
+        if !self.is_vm() {
             return Ok(None);
         }
         let undecodable = |reason: String| UndecodableEvent {
@@ -282,7 +287,7 @@ pub async fn providers_of(
                          AND e.sequence = 1 AND e.event_type = 'Requested')
          FROM unnest($2::text[]) v (id)",
     )
-    .bind(Provisioning::TYPE)
+    .bind(AggregateKind::Vm.type_name())
     .bind(vms)
     .fetch_all(pool)
     .await?;

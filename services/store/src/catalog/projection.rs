@@ -3,9 +3,9 @@
 //! Every statement sets values rather than adding to them, so folding an event twice, or
 //! replaying all events onto the tables as they are (a rebuild), gives the same rows.
 
-use cqrs_es::Aggregate;
-use domain::catalog::{Catalog, CatalogEvent, ProviderSpec, TemplateChanges, TemplateSpec};
+use domain::catalog::{CatalogEvent, ProviderSpec, TemplateChanges, TemplateSpec};
 use domain::provisioning::{ProviderId, TemplateId};
+use domain::AggregateKind;
 use sqlx::{Postgres, Transaction};
 
 use crate::feed::FeedEvent;
@@ -14,7 +14,7 @@ type Tx<'a, 'c> = &'a mut Transaction<'c, Postgres>;
 
 /// Folds `event` if it is one of the catalog's; returns whether it was.
 pub async fn fold(tx: Tx<'_, '_>, event: &FeedEvent) -> Result<bool, sqlx::Error> {
-    if event.aggregate_type != Catalog::TYPE {
+    if event.kind() != Some(AggregateKind::Catalog) {
         return Ok(false);
     }
     let catalog_event: CatalogEvent = serde_json::from_value(event.payload.clone())

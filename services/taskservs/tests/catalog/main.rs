@@ -61,6 +61,7 @@ fn every_shipped_taskserv_loads_renders_with_its_defaults_and_passes_shellcheck(
             "docker",
             "k3s",
             "postgresql",
+            "etcd",
             "redis",
             "prometheus-node-exporter",
             "grafana",

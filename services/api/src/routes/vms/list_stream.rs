@@ -11,6 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use domain::identity::UserId;
+use domain::AggregateKind;
 use store::feed::{Cursor, FeedEvent};
 use uuid::Uuid;
 
@@ -98,7 +99,12 @@ struct Change {
 fn changes(events: &[FeedEvent]) -> HashMap<Uuid, Change> {
     let mut changed = HashMap::new();
     for event in events {
-        if !event.is_vm() || event.event_type == "LogLine" {
+        match event.kind() {
+            Some(AggregateKind::Vm) => {}
+            // The catalog's changes show in no VM's row.
+            Some(AggregateKind::Catalog) | None => continue,
+        }
+        if event.event_type == "LogLine" {
             continue;
         }
         let Ok(vm) = event.aggregate_id.parse::<Uuid>() else {
