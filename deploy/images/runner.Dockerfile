@@ -1,5 +1,5 @@
-# The runner image: `provisioning-runner` and Terraform, run by the Kubernetes executor as
-# the one container of each job's batch/v1 Job (PROVISIONING_K8S_RUNNER_IMAGE).
+# The runner image: `provisioning-runner`, Terraform and an SSH client, run by the Kubernetes
+# executor as the one container of each job's batch/v1 Job (PROVISIONING_K8S_RUNNER_IMAGE).
 #
 # Not built in CI: no Docker engine runs on the development machines or in CI. Build it
 # where one does, from the repository root:
@@ -27,15 +27,20 @@ RUN apt-get update \
  && unzip /tmp/terraform.zip -d /usr/local/bin terraform
 
 FROM debian:bookworm-slim
-# ca-certificates: the cloud providers' APIs; git: Terraform module sources.
+# ca-certificates: the cloud providers' APIs; git: Terraform module sources;
+# openssh-client: install jobs log in to their VM with the system `ssh` (coreutils, in the
+# base image, has what else they run). The runner's user must exist in /etc/passwd: ssh
+# refuses to run for a uid it cannot name.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates git \
+ && apt-get install -y --no-install-recommends ca-certificates git openssh-client \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --create-home --home-dir /home/runner runner
 COPY --from=terraform /usr/local/bin/terraform /usr/local/bin/terraform
 COPY --from=build /usr/local/bin/provisioning-runner /usr/local/bin/provisioning-runner
 # The Job mounts the working directory's ConfigMap at /job (read-only) and an emptyDir at
-# /work; the runner copies /job into /work (RUNNER_SOURCE_DIR) before `terraform init`.
+# /work; the runner copies /job into /work (RUNNER_SOURCE_DIR) before `terraform init` (or,
+# for an install job, before its first ssh). An install job's deploy key comes from the
+# Job's own Secret (RUNNER_DEPLOY_KEY); the runner writes it to a 0600 file under /tmp.
 ENV TERRAFORM_BIN=/usr/local/bin/terraform \
     TF_IN_AUTOMATION=1 \
     CHECKPOINT_DISABLE=1

@@ -25,6 +25,11 @@ pub struct Launch {
     /// the local executor passes it in the environment, the Kubernetes one in a Secret of
     /// the Job's own.
     pub signing_key: bus::JobKey,
+    /// An install job's deploy key, the VM's SSH private key (`RUNNER_DEPLOY_KEY`); `None`
+    /// for every other action. It travels as the signing key does: the local executor
+    /// passes it in the environment, the Kubernetes one in the Job's own Secret, since a
+    /// Secret named by the provider registry cannot hold a key derived per VM.
+    pub deploy_key: Option<SecretString>,
     /// The working directory the dispatcher prepared.
     pub workdir: PathBuf,
     /// When the executor stops the runner whatever it does (Kubernetes:
@@ -135,6 +140,9 @@ impl Executor for LocalExecutor {
             runner::env::SIGNING_KEY,
             launch.signing_key.to_secret().expose_secret(),
         );
+        if let Some(key) = &launch.deploy_key {
+            cmd.env(runner::env::DEPLOY_KEY, key.expose_secret());
+        }
         let mut child = cmd
             .spawn()
             .map_err(|e| ExecutorError(format!("{}: {e}", self.runner_bin.display())))?;

@@ -195,6 +195,81 @@ mod tests {
         );
     }
 
+    /// Scripts that say which step they are, nothing else.
+    struct Echo;
+
+    impl InstallScripts for Echo {
+        fn render(
+            &self,
+            step: &PlannedTaskserv,
+            _: &VmFacts,
+            _: &DepOutputs,
+        ) -> Result<StepScripts, String> {
+            Ok(StepScripts {
+                install: format!("echo install {}\n", step.name),
+                health: format!("echo health {}\n", step.name),
+                health_timeout_secs: 60,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_install_directory_holds_no_key_and_becomes_a_config_map_as_it_is() {
+        let work = tempfile::tempdir().unwrap();
+        let mut config = crate::workdir::tests::config(work.path());
+        config.install_scripts = Some(std::sync::Arc::new(Echo));
+        let mut job = crate::workdir::tests::job("local");
+        job.action = domain::provisioning::JobAction::Install;
+        job.job_id = domain::provisioning::JobId::new(2);
+        let mut boot = domain::provisioning::Boot::new(domain::provisioning::JobId::FIRST);
+        boot.host_keys = vec![HOST_KEY.into()];
+        let step = PlannedTaskserv {
+            name: TaskservName::parse("redis").unwrap(),
+            version: "1.0.0".into(),
+            params: Default::default(),
+            on_error: Default::default(),
+            max_retries: 0,
+            requested: true,
+        };
+        let vm = Lifecycle {
+            ip: Some("192.0.2.7".into()),
+            boot: Some(boot),
+            taskservs: vec![domain::provisioning::TaskservEntry {
+                step,
+                job: job.job_id,
+                state: TaskservState::Pending,
+            }],
+            ..Default::default()
+        };
+        let (dir, key) = prepare(&config, &job, &vm).unwrap();
+        // What the Kubernetes executor puts in the job's ConfigMap: every file, and no key.
+        let files = crate::kubernetes::manifest::read_workdir(&dir)
+            .await
+            .unwrap();
+        let names: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "known_hosts",
+                "plan.json",
+                "step-0-health.sh",
+                "step-0-install.sh"
+            ]
+        );
+        let key_lines: Vec<&str> = key
+            .private_pem()
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        for (name, bytes) in &files {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains("PRIVATE KEY"), "{name}: {text}");
+            for line in &key_lines {
+                assert!(!text.contains(line), "{name} holds the deploy key");
+            }
+        }
+    }
+
     #[test]
     fn a_vm_that_posted_no_host_key_gets_no_install() {
         assert_eq!(known_hosts(&target(22), &[]).unwrap_err(), NO_HOST_KEY);

@@ -221,14 +221,7 @@ impl Dispatcher {
                 secret: self.config.backend_secret.clone(),
             });
         }
-        if let Some((_, password)) = &self.config.runner_nats_user {
-            credentials.push(LaunchCredential {
-                name: env::NATS_PASSWORD.to_owned(),
-                source: Some("PROVISIONING_RUNNER_NATS_PASSWORD".to_owned()),
-                value: Some(password.clone()),
-                secret: None,
-            });
-        }
+        credentials.extend(self.runner_nats_password());
         // Copying the provider's folder is blocking file work: off the async workers.
         let workdir = {
             let (config, job, provider) = (self.config.clone(), job.clone(), provider.clone());
@@ -237,11 +230,11 @@ impl Dispatcher {
                 .map_err(|e| format!("could not prepare the working directory: {e}"))?
                 .map_err(|e| e.to_string())?
         };
-        self.launch(job, workdir, credentials).await
+        self.launch(job, workdir, credentials, None).await
     }
 
-    /// Starts the runner of an install job: its install directory and, as its one
-    /// credential, the VM's deploy key.
+    /// Starts the runner of an install job: its install directory and the VM's deploy key,
+    /// which each executor passes as it passes the job's signing key.
     async fn start_install(
         &self,
         job: &JobMessage,
@@ -253,33 +246,36 @@ impl Dispatcher {
                 .await
                 .map_err(|e| format!("could not prepare the install directory: {e}"))??
         };
-        let mut credentials = vec![LaunchCredential {
-            name: env::DEPLOY_KEY.to_owned(),
-            source: None,
-            value: Some(key.private),
-            secret: None,
-        }];
-        if let Some((_, password)) = &self.config.runner_nats_user {
-            credentials.push(LaunchCredential {
-                name: env::NATS_PASSWORD.to_owned(),
-                source: Some("PROVISIONING_RUNNER_NATS_PASSWORD".to_owned()),
-                value: Some(password.clone()),
-                secret: None,
-            });
-        }
-        self.launch(job, workdir, credentials).await
+        let credentials = self.runner_nats_password().into_iter().collect();
+        self.launch(job, workdir, credentials, Some(key.private))
+            .await
     }
 
-    /// Starts the runner of `job` in `workdir` with `credentials`, whose values it redacts.
+    /// The local runners' NATS password, when they have a NATS user of their own.
+    fn runner_nats_password(&self) -> Option<LaunchCredential> {
+        let (_, password) = self.config.runner_nats_user.as_ref()?;
+        Some(LaunchCredential {
+            name: env::NATS_PASSWORD.to_owned(),
+            source: Some("PROVISIONING_RUNNER_NATS_PASSWORD".to_owned()),
+            value: Some(password.clone()),
+            secret: None,
+        })
+    }
+
+    /// Starts the runner of `job` in `workdir` with `credentials` and, for an install job,
+    /// `deploy_key`, whose values it redacts.
     async fn launch(
         &self,
         job: &JobMessage,
         workdir: PathBuf,
         credentials: Vec<LaunchCredential>,
+        deploy_key: Option<SecretString>,
     ) -> Result<String, String> {
-        let secret_names = credentials
-            .iter()
-            .map(|c| c.name.as_str())
+        let secret_names = deploy_key
+            .as_ref()
+            .map(|_| env::DEPLOY_KEY)
+            .into_iter()
+            .chain(credentials.iter().map(|c| c.name.as_str()))
             .chain([env::SIGNING_KEY])
             .collect::<Vec<_>>()
             .join(",");
@@ -298,6 +294,7 @@ impl Dispatcher {
             credentials,
             // Its job's key alone: a runner cannot sign for another job.
             signing_key: self.keys.for_job(job.vm_id, job.job_id),
+            deploy_key,
             workdir,
             active_deadline: self.config.job_limits.deadline(job.action)
                 + self.config.job_limits.cancel_cooloff,

@@ -1,13 +1,14 @@
-//! The objects a job's runner is made of on Kubernetes, built without I/O: a batch/v1 Job,
-//! the ConfigMap holding its working directory and the Secret holding its signing key.
+//! The objects a job's runner is made of on Kubernetes, built without I/O: a batch/v1 Job
+//! and the ConfigMap holding its working directory (the Secret holding its keys is
+//! [`job_secret`]'s).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
-    SecretKeySelector, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    EnvVarSource, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
+    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -15,7 +16,7 @@ use k8s_openapi::ByteString;
 
 use domain::provisioning::{JobId, VmId};
 
-use super::{KubernetesConfig, RunnerNatsAuth};
+use super::{job_secret, KubernetesConfig, RunnerNatsAuth};
 use crate::{ExecutorError, Launch};
 
 /// Where the ConfigMap (read-only) is mounted; the runner copies it into [`WORKDIR`].
@@ -25,8 +26,6 @@ pub const WORKDIR: &str = "/work";
 /// Where the runner's NATS credentials file is mounted, when it has one.
 pub const NATS_CREDS_DIR: &str = "/etc/provisioning/nats";
 const NATS_CREDS_FILE: &str = "runner.creds";
-/// The key of the job's signing key in its Secret (named as the Job).
-pub const SIGNING_KEY_ITEM: &str = "signing-key";
 /// Terraform needs time to stop cleanly (and release its state lock) when the pod is stopped.
 pub const TERMINATION_GRACE_PERIOD_SECS: i64 = 120;
 
@@ -116,12 +115,8 @@ pub fn env(
         })?;
         vars.push(from_secret(&credential.name, secret));
     }
-    // The job's own Secret (see [`signing_secret`]): the key is in no spec.
-    let signing_key = registry::SecretRef {
-        name: name.to_owned(),
-        key: SIGNING_KEY_ITEM.to_owned(),
-    };
-    vars.push(from_secret(runner::env::SIGNING_KEY, &signing_key));
+    // The job's own Secret: its keys are in no spec.
+    vars.extend(job_secret::env(launch, name));
     match &config.runner_nats_auth {
         Some(RunnerNatsAuth::Password { user, password }) => {
             vars.push(plain(runner::env::NATS_USER, user.clone()));
@@ -136,7 +131,7 @@ pub fn env(
     Ok(vars)
 }
 
-fn from_secret(name: &str, secret: &registry::SecretRef) -> EnvVar {
+pub(super) fn from_secret(name: &str, secret: &registry::SecretRef) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
         value: None,
@@ -321,30 +316,9 @@ pub fn config_map(
     }
 }
 
-/// The Secret holding the job's signing key, named as the Job and owned by it like its
-/// ConfigMap: the key reaches the pod through a `secretKeyRef`, so that the Job's spec, its
-/// events and `kubectl describe` never show it.
-pub fn signing_secret(launch: &Launch, config: &KubernetesConfig, job_uid: &str) -> Secret {
-    let name = name(launch);
-    let key = secrecy::ExposeSecret::expose_secret(&launch.signing_key.to_secret()).to_owned();
-    Secret {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: Some(config.namespace.clone()),
-            labels: Some(labels(launch)),
-            owner_references: Some(owned_by_job(name, job_uid)),
-            ..Default::default()
-        },
-        string_data: Some(BTreeMap::from([(SIGNING_KEY_ITEM.to_owned(), key)])),
-        type_: Some("Opaque".into()),
-        immutable: Some(true),
-        ..Default::default()
-    }
-}
-
 /// An ownerReference to the Job `name`: the garbage collector deletes what holds it with
 /// the Job.
-fn owned_by_job(name: String, job_uid: &str) -> Vec<OwnerReference> {
+pub(super) fn owned_by_job(name: String, job_uid: &str) -> Vec<OwnerReference> {
     vec![OwnerReference {
         api_version: "batch/v1".into(),
         kind: "Job".into(),
@@ -356,7 +330,8 @@ fn owned_by_job(name: String, job_uid: &str) -> Vec<OwnerReference> {
 }
 
 /// The files of the working directory, by name. The directory is flat: a ConfigMap's keys
-/// cannot hold a path.
+/// cannot hold a path. It never holds a key (an install job's deploy key goes in the job's
+/// Secret, and the runner writes it outside its working directory): every file is sent.
 pub async fn read_workdir(
     dir: &std::path::Path,
 ) -> Result<BTreeMap<String, Vec<u8>>, ExecutorError> {

@@ -1,5 +1,6 @@
 //! Runs each job's runner as a batch/v1 Job. The working directory travels in a ConfigMap
-//! owned by the Job, the job's signing key in a Secret owned by the Job; credentials (the runner's NATS user's included) are references to
+//! owned by the Job, the job's signing key (and an install job's deploy key) in a Secret
+//! owned by the Job; credentials (the runner's NATS user's included) are references to
 //! Secrets, never values. The runner reports over NATS; what it cannot report (its image
 //! will not pull, it was OOM-killed or evicted, its Job failed, ran past its deadline or was
 //! deleted) the [`JobWatcher`] sees on the Jobs and pods and reports for it, and its
@@ -9,6 +10,7 @@ mod conditions;
 #[cfg(test)]
 mod deploy_files;
 mod follow;
+mod job_secret;
 pub(crate) mod manifest;
 mod reporting;
 #[cfg(test)]
@@ -243,21 +245,12 @@ fn already_exists(e: &kube::Error) -> bool {
 
 #[async_trait::async_trait]
 impl Executor for KubernetesExecutor {
-    /// Creates the Job, then its signing key's Secret and its ConfigMap, each with an
+    /// Creates the Job, then the Secret of its keys and its ConfigMap, each with an
     /// ownerReference to the Job: the pod waits for its ConfigMap volume, and all go away
     /// together. A Job that exists already (the job message was redelivered) is the runner
     /// started; its Secret and ConfigMap are made if the first delivery stopped before.
     #[tracing::instrument(skip_all, fields(vm_id = %launch.vm_id, job_id = %launch.job_id), err)]
     async fn start(&self, launch: Launch) -> Result<String, ExecutorError> {
-        if launch.action == domain::provisioning::JobAction::Install {
-            // Its deploy key would need a Secret of the Job's own beside its signing key;
-            // until then it runs on the local executor only (docs/taskservs.md).
-            return Err(ExecutorError(
-                "install jobs do not run on the Kubernetes executor yet: it has no way to give \
-                 the runner the VM's deploy key"
-                    .into(),
-            ));
-        }
         let job = manifest::job(&launch, &self.config)?;
         let files = manifest::read_workdir(&launch.workdir).await?;
         let name = manifest::name(&launch);
@@ -285,8 +278,8 @@ impl Executor for KubernetesExecutor {
         };
         let uid = uid.ok_or_else(|| ExecutorError(format!("Job {qualified} has no uid")))?;
         // The Secret first: the pod's container is made only once the ConfigMap volume
-        // exists, and by then its signing key's Secret does too.
-        let secret = manifest::signing_secret(&launch, &self.config, &uid);
+        // exists, and by then the Secret of its keys does too.
+        let secret = job_secret::secret(&launch, &self.config, &uid);
         let config_map = manifest::config_map(&launch, &self.config, files, &uid);
         let made = match self.create(&secret).await {
             Ok(()) => self

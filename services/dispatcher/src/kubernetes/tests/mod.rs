@@ -2,6 +2,7 @@
 //! scenario awaits the calls it expects in order, and a missing call times the test out.
 //! No cluster is involved: what a real API server does is what these scripts say it does.
 
+mod install;
 mod manifest;
 mod start;
 mod stop;
@@ -87,8 +88,55 @@ pub(super) fn launch(dir: &std::path::Path, credentials: Vec<LaunchCredential>) 
         ],
         credentials,
         signing_key: bus::JobKey::parse(SIGNING_KEY).unwrap(),
+        deploy_key: None,
         workdir: dir.to_owned(),
         active_deadline: std::time::Duration::from_secs(3610),
+    }
+}
+
+/// The VM's deploy key in the install launches of these tests: a real one, so that its
+/// text spans lines as an OpenSSH private key does.
+pub(super) fn deploy_key() -> crate::deploy_key::DeployKey {
+    let signer = domain::callbacks::CallbackSigner::new(vec![7; 32]).unwrap();
+    crate::deploy_key::DeployKey::derive(&signer, VM.parse::<VmId>().unwrap())
+}
+
+/// An install job's launch: its install directory as the dispatcher writes it (no key in
+/// it), no credential, the VM's deploy key.
+pub(super) fn install_launch(dir: &std::path::Path) -> Launch {
+    std::fs::write(
+        dir.join("plan.json"),
+        r#"{"target": {"address": "192.0.2.7", "port": 22, "user": "ubuntu"}, "steps": []}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("known_hosts"),
+        "192.0.2.7 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("step-0-install.sh"), "apt-get install -y redis\n").unwrap();
+    std::fs::write(dir.join("step-0-health.sh"), "redis-cli ping\n").unwrap();
+    Launch {
+        vm_id: VM.parse::<VmId>().unwrap(),
+        job_id: JobId::new(3),
+        action: JobAction::Install,
+        provider: domain::provisioning::ProviderId::parse("nrec").unwrap(),
+        env: vec![
+            ("NATS_URL".into(), "nats://nats:4222".into()),
+            (
+                "RUNNER_WORKDIR".into(),
+                "/var/lib/provisioning/jobs/x".into(),
+            ),
+            (
+                "RUNNER_SECRET_ENV".into(),
+                "RUNNER_DEPLOY_KEY,RUNNER_SIGNING_KEY".into(),
+            ),
+        ],
+        credentials: vec![],
+        signing_key: bus::JobKey::parse(SIGNING_KEY).unwrap(),
+        deploy_key: Some(deploy_key().private),
+        workdir: dir.to_owned(),
+        active_deadline: std::time::Duration::from_secs(1810),
     }
 }
 

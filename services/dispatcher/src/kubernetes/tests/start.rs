@@ -1,4 +1,4 @@
-//! Starting a runner: the Job, then its signing key's Secret and its ConfigMap, and what a
+//! Starting a runner: the Job, then the Secret of its keys and its ConfigMap, and what a
 //! redelivery or an error does.
 
 use std::time::Duration;
@@ -9,16 +9,23 @@ use serde_json::{json, Value};
 use super::*;
 use crate::Executor;
 
-struct FirstDelivery {
-    result: Result<String, crate::ExecutorError>,
-    job: Value,
-    secret: Value,
-    config_map: Value,
+pub(super) struct FirstDelivery {
+    pub(super) result: Result<String, crate::ExecutorError>,
+    pub(super) job: Value,
+    pub(super) secret: Value,
+    pub(super) config_map: Value,
     /// The bodies of the Job and the ConfigMap.
-    texts: String,
+    pub(super) texts: String,
 }
 
-async fn first_delivery() -> FirstDelivery {
+pub(super) async fn first_delivery() -> FirstDelivery {
+    first_delivery_of(|dir| launch(dir, good_credentials())).await
+}
+
+/// The first delivery of the launch `make` prepares in a directory of its own.
+pub(super) async fn first_delivery_of(
+    make: impl FnOnce(&std::path::Path) -> Launch,
+) -> FirstDelivery {
     let dir = tempfile::tempdir().unwrap();
     let (executor, mut server) = executor();
     let scenario = tokio::spawn(async move {
@@ -34,7 +41,7 @@ async fn first_delivery() -> FirstDelivery {
         );
         (job, secret, config_map, format!("{job_text}\n{cm_text}"))
     });
-    let result = executor.start(launch(dir.path(), good_credentials())).await;
+    let result = executor.start(make(dir.path())).await;
     let (job, secret, config_map, texts) = within_a_second(scenario).await;
     FirstDelivery {
         result,
@@ -44,6 +51,7 @@ async fn first_delivery() -> FirstDelivery {
         texts,
     }
 }
+
 #[tokio::test]
 async fn a_job_is_created_with_its_spec_then_a_config_map_of_the_files_owned_by_the_job() {
     let FirstDelivery {
