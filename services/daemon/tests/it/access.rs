@@ -134,6 +134,26 @@ fn routes() -> Vec<Route> {
         ),
         r("DELETE", "/api/v1/vms/{id}", Vm, None),
         r("POST", "/api/v1/vms/{id}/archive", Vm, None),
+        r(
+            "POST",
+            "/api/v1/vms/{id}/taskservs",
+            Vm,
+            Some(json!({"taskservs": [{"name": "redis"}]})),
+        ),
+        // The VM is in the body: `{id}` there is the VM's id too.
+        r(
+            "POST",
+            "/api/v1/extensions/taskservs/install",
+            Vm,
+            Some(json!({"vm": "{id}", "taskservs": [{"name": "redis"}]})),
+        ),
+        r("GET", "/api/v1/extensions/taskservs", AnyUser, None),
+        r(
+            "PUT",
+            "/api/v1/admin/providers/{provider}/taskservs/{name}",
+            Admin,
+            Some(json!({"enabled": true})),
+        ),
         r("GET", "/api/v1/admin/catalog/events", Admin, None),
         r("GET", "/api/v1/admin/dead-letters", Admin, None),
         r(
@@ -187,6 +207,12 @@ fn routes() -> Vec<Route> {
     ]
 }
 
+/// A route's body, with `{id}` standing for the VM's id (routes that name it in the body).
+fn body_of(route: &Route, owned: &Owned) -> Option<Value> {
+    let text = route.body.as_ref()?.to_string().replace("{id}", &owned.vm);
+    Some(serde_json::from_str(&text).expect("still JSON"))
+}
+
 /// What each caller owns, to fill in a route's path.
 struct Owned {
     vm: String,
@@ -208,6 +234,7 @@ fn path_of(route: &Route, owned: &Owned) -> String {
         .replace("{job}", "1")
         .replace("{provider}", "local")
         .replace("{template}", "small")
+        .replace("{name}", "redis")
 }
 
 async fn owned_by(caller: &Caller, name: &str) -> Owned {
@@ -274,7 +301,8 @@ async fn every_route_answers_its_owner_others_admins_and_strangers_as_its_rule_s
     // Refusals first: they must change nothing.
     for route in &routes {
         let path = path_of(route, &mine);
-        let body = route.body.as_ref();
+        let body = body_of(route, &mine);
+        let body = body.as_ref();
         let none = nobody.status(route.method, &path, body).await;
         if none != 401 {
             wrong.push(format!(
@@ -305,8 +333,8 @@ async fn every_route_answers_its_owner_others_admins_and_strangers_as_its_rule_s
 
     for route in &routes {
         let path = path_of(route, &mine);
-        let body = route.body.as_ref();
-        let status = owner.status(route.method, &path, body).await;
+        let body = body_of(route, &mine);
+        let status = owner.status(route.method, &path, body.as_ref()).await;
         let allowed = !matches!(status, 401 | 403 | 404) && status < 500;
         let ok = match route.rule {
             Rule::Admin => status == 403,
@@ -326,7 +354,8 @@ async fn every_route_answers_its_owner_others_admins_and_strangers_as_its_rule_s
             token: admins.token.clone(),
         };
         let path = path_of(route, &owned);
-        let status = admin.status(route.method, &path, route.body.as_ref()).await;
+        let body = body_of(route, &owned);
+        let status = admin.status(route.method, &path, body.as_ref()).await;
         if matches!(status, 401 | 403) || status >= 500 {
             wrong.push(format!("admin: {} {path} answered {status}", route.method));
         }
