@@ -5,6 +5,7 @@
 mod actor;
 pub mod callbacks;
 pub mod catalog;
+pub mod cluster;
 mod decide;
 pub mod identity;
 mod kind;
