@@ -9,6 +9,7 @@
 use cqrs_es::Aggregate;
 
 use crate::catalog::Catalog;
+use crate::cluster::Cluster;
 use crate::provisioning::Provisioning;
 
 /// One kind of aggregate in the event store.
@@ -18,17 +19,24 @@ pub enum AggregateKind {
     Vm,
     /// The provider and template catalog: the `Catalog` aggregate (one instance).
     Catalog,
+    /// Several VMs made as one from a topology template: the `Cluster` aggregate.
+    Cluster,
 }
 
 impl AggregateKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [AggregateKind; 2] = [AggregateKind::Vm, AggregateKind::Catalog];
+    pub const ALL: [AggregateKind; 3] = [
+        AggregateKind::Vm,
+        AggregateKind::Catalog,
+        AggregateKind::Cluster,
+    ];
 
     /// The name the event store records in `aggregate_type`: the cqrs-es `Aggregate::TYPE`.
     pub fn type_name(self) -> &'static str {
         match self {
             AggregateKind::Vm => Provisioning::TYPE,
             AggregateKind::Catalog => Catalog::TYPE,
+            AggregateKind::Cluster => Cluster::TYPE,
         }
     }
 
@@ -38,6 +46,7 @@ impl AggregateKind {
         match self {
             AggregateKind::Vm => "vm",
             AggregateKind::Catalog => "catalog",
+            AggregateKind::Cluster => "cluster",
         }
     }
 

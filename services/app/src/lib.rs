@@ -47,4 +47,6 @@ pub struct App {
     pub policies: Arc<policy::Policies>,
     /// The taskservs' definitions, loaded and checked at start.
     pub taskservs: Arc<::taskservs::Catalog>,
+    /// The cluster templates, loaded and checked (against the taskservs) at start.
+    pub clusters: Arc<clusters::ClusterCatalog>,
 }

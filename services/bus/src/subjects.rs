@@ -47,6 +47,12 @@ impl Subjects {
         format!("{}.events.{kind}.{scope}.{event_type}", self.prefix)
     }
 
+    /// `<prefix>.events.cluster.<cluster_id>.<EventType>`: a cluster's event.
+    pub fn cluster_event(&self, cluster: &str, event_type: &str) -> String {
+        let kind = AggregateKind::Cluster.subject_token();
+        format!("{}.events.{kind}.{cluster}.{event_type}", self.prefix)
+    }
+
     /// Every event of one VM, whatever its provider.
     pub fn events_of(&self, vm: VmId) -> String {
         let kind = AggregateKind::Vm.subject_token();
@@ -118,6 +124,10 @@ mod tests {
             "provisioning.events.vm.*.0b6f8a4e-1111-4222-8333-444455556666.>"
         );
         assert_eq!(subjects.stream("EVENTS"), "PROVISIONING_EVENTS");
+        assert_eq!(
+            subjects.cluster_event("0b6f8a4e-1111-4222-8333-444455556666", "GatePassed"),
+            "provisioning.events.cluster.0b6f8a4e-1111-4222-8333-444455556666.GatePassed"
+        );
     }
 
     #[test]

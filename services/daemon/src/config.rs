@@ -41,6 +41,9 @@ pub struct Config {
     /// The taskservs' catalog (`PROVISIONING_TASKSERVS_DIR`, `<hcl dir>/taskservs` by
     /// default): its `registry.toml` and one folder per taskserv.
     pub taskservs_dir: PathBuf,
+    /// The cluster templates (`PROVISIONING_CLUSTERS_DIR`, `<hcl dir>/clusters` by
+    /// default): its `registry.toml` and one Nickel file per template.
+    pub clusters_dir: PathBuf,
     pub work_dir: PathBuf,
     pub terraform_bin: PathBuf,
     pub runner_bin: PathBuf,
@@ -177,6 +180,12 @@ impl Config {
                 .unwrap_or_else(|| {
                     PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
                         .join("taskservs")
+                }),
+            clusters_dir: var("PROVISIONING_CLUSTERS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
+                        .join("clusters")
                 }),
             hcl_dir: var("PROVISIONING_HCL_DIR")
                 .unwrap_or_else(|| "hcl".into())

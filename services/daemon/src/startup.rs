@@ -67,6 +67,8 @@ pub enum StartupError {
     Registry(#[from] registry::RegistryError),
     #[error("taskservs: {0}")]
     Taskservs(#[from] taskservs::LoadError),
+    #[error("cluster templates: {0}")]
+    Clusters(#[from] clusters::LoadError),
     #[error("the catalog does not match the provider registry:\n  {}", .0.join("\n  "))]
     Catalog(Vec<String>),
     #[error("credentials: {0}")]
@@ -154,6 +156,10 @@ impl Application {
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         // A bad definition stops the daemon here, with Nickel's message naming the file.
         let taskservs = Arc::new(taskservs::Catalog::load(&config.taskservs_dir)?);
+        let clusters = Arc::new(clusters::ClusterCatalog::load(
+            &config.clusters_dir,
+            &taskservs,
+        )?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);
         let pool =
             store::connect_with(config.database_url.expose_secret(), 20, config.db_limits).await?;
@@ -275,6 +281,7 @@ impl Application {
                 widest_prefix: config.ssh_widest_prefix,
                 policies,
                 taskservs: taskservs.clone(),
+                clusters,
             },
             admin_token: admin_token.map(Arc::new),
             network: api::NetworkRules {

@@ -121,6 +121,8 @@ pub(crate) async fn fold(
             }
             Some(AggregateKind::Vm) if scope.vms => {}
             Some(AggregateKind::Vm) => continue,
+            // Clusters have no read model yet: their state is their aggregate's.
+            Some(AggregateKind::Cluster) => continue,
             // A type this build does not know: a newer version's, with read models of its own.
             None => continue,
         }
@@ -217,7 +219,7 @@ async fn refold(
             return Ok(Ok(()));
         }
         Some(AggregateKind::Vm) => {}
-        None => return Ok(Ok(())),
+        Some(AggregateKind::Cluster) | None => return Ok(Ok(())),
     }
     let (vm, domain_event) = match event.provisioning() {
         Ok(Some(decoded)) => decoded,

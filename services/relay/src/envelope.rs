@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use bus::{EventEnvelope, JobMessage, Subjects, ENVELOPE_VERSION};
 use domain::catalog::CatalogEvent;
+use domain::cluster::ClusterEvent;
 use domain::provisioning::{ProviderId, ProvisioningEvent};
 use domain::AggregateKind;
 use store::feed::{self, FeedEvent};
@@ -64,6 +65,12 @@ pub(crate) fn messages(
             let provider = concerned_provider(&change).cloned();
             let subject = subjects.catalog_event(provider.as_ref(), change.name());
             (subject, change.name().to_owned(), provider)
+        }
+        (Some(AggregateKind::Cluster), _) => {
+            let change: ClusterEvent = serde_json::from_value(event.payload.clone())
+                .map_err(|e| format!("cluster event {}: {e}", event.sequence))?;
+            let subject = subjects.cluster_event(&event.aggregate_id, change.name());
+            (subject, change.name().to_owned(), None)
         }
         (Some(AggregateKind::Vm), None) | (None, _) => {
             return Err(format!("unknown aggregate type {}", event.aggregate_type))

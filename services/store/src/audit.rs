@@ -52,7 +52,7 @@ impl AuditFilter {
 fn of_a_vm(kind: Option<AggregateKind>) -> bool {
     match kind {
         Some(AggregateKind::Vm) => true,
-        Some(AggregateKind::Catalog) | None => false,
+        Some(AggregateKind::Catalog | AggregateKind::Cluster) | None => false,
     }
 }
 

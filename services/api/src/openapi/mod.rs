@@ -35,6 +35,7 @@ use crate::AppState;
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
         admin::set_taskserv_enabled,
         taskservs::list_taskservs, taskservs::install_vm_taskservs, taskservs::install_extension,
+        taskservs::list_cluster_templates,
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,

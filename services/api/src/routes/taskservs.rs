@@ -30,6 +30,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(super::providers::list_providers),
         )
         .route("/extensions/taskservs/install", post(install_extension))
+        .route("/extensions/clusters", get(list_cluster_templates))
         .route("/vms/{id}/taskservs", post(install_vm_taskservs))
         // A GET with an admin change's position shows it.
         .route_layer(axum::middleware::from_fn_with_state(
@@ -278,4 +279,15 @@ async fn install(
         .install_taskservs(&caller, vm, requests, key)
         .await?;
     Ok(answered(outcome, &answer))
+}
+
+/// The cluster templates: roles (counts or ranges, provider templates, taskservs with
+/// params), stages, health gates and what a failure does (`docs/clusters.md`).
+#[utoipa::path(get, path = "/api/v1/extensions/clusters", tag = "clusters",
+    security(("bearer" = [])),
+    responses((status = 200, body = [Object]), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn list_cluster_templates(
+    State(state): State<AppState>,
+) -> Json<Vec<clusters::ClusterTemplate>> {
+    Json(state.app.clusters.templates().to_vec())
 }

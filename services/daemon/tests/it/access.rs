@@ -148,6 +148,7 @@ fn routes() -> Vec<Route> {
             Some(json!({"vm": "{id}", "taskservs": [{"name": "redis"}]})),
         ),
         r("GET", "/api/v1/extensions/taskservs", AnyUser, None),
+        r("GET", "/api/v1/extensions/clusters", AnyUser, None),
         r(
             "PUT",
             "/api/v1/admin/providers/{provider}/taskservs/{name}",

@@ -131,6 +131,7 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         admin_token: None,
         hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
         taskservs_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs").into(),
+        clusters_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/clusters").into(),
         work_dir: work.to_owned(),
         terraform_bin: std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())

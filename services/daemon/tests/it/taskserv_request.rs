@@ -62,6 +62,23 @@ async fn the_catalog_lists_each_taskserv_with_its_params_and_dependencies() {
         .unwrap()
         .contains(&json!({"name": "docker", "kind": "requires"})));
     assert_eq!(grafana["disabled_on"], json!([]));
+    // The cluster templates, checked against these taskservs at start.
+    let clusters: Vec<Value> = app.get_json("/api/v1/extensions/clusters").await;
+    let names: Vec<&str> = clusters
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for shipped in [
+        "k3s-single",
+        "k3s-ha",
+        "etcd-cluster",
+        "postgresql-primary-replica",
+    ] {
+        assert!(names.contains(&shipped), "{shipped} in {names:?}");
+    }
+    let ha = clusters.iter().find(|c| c["name"] == "k3s-ha").unwrap();
+    assert!(ha["roles"].as_array().unwrap().len() >= 2, "{ha}");
+    assert!(!ha["health_gates"].as_array().unwrap().is_empty(), "{ha}");
     // The seed's providers route answers as /providers does.
     let providers: Vec<Value> = app.get_json("/api/v1/extensions/providers").await;
     assert!(providers.iter().any(|p| p["id"] == "local"));

@@ -101,8 +101,8 @@ fn changes(events: &[FeedEvent]) -> HashMap<Uuid, Change> {
     for event in events {
         match event.kind() {
             Some(AggregateKind::Vm) => {}
-            // The catalog's changes show in no VM's row.
-            Some(AggregateKind::Catalog) | None => continue,
+            // The catalog's and clusters' changes show in no VM's row.
+            Some(AggregateKind::Catalog | AggregateKind::Cluster) | None => continue,
         }
         if event.event_type == "LogLine" {
             continue;
