@@ -41,7 +41,7 @@ pub async fn follow(
                     let bytes = match body.next().await {
                         Some(Ok(bytes)) => bytes,
                         Some(Err(e)) => break CliError::network(api.base(), &e),
-                        None => break CliError::Local("the stream ended".into()),
+                        None => break CliError::network(api.base(), &StreamEnded),
                     };
                     for message in parser.feed(&bytes) {
                         match message.event.as_str() {
@@ -75,11 +75,20 @@ pub async fn follow(
         }
         if api.verbose() {
             let after = last.map_or("its start".to_owned(), |id| format!("event {id}"));
-            eprintln!("stream dropped ({dropped}); resuming after {after}");
+            let cause = match &dropped {
+                CliError::Network { cause, .. } => cause.clone(),
+                other => other.to_string(),
+            };
+            eprintln!("stream dropped ({cause}); resuming after {after}");
         }
         tokio::time::sleep(backoff(failures)).await;
     }
 }
+
+/// The platform closed the stream (it stops, say): resumed like a dropped one.
+#[derive(Debug, thiserror::Error)]
+#[error("the platform closed the stream")]
+struct StreamEnded;
 
 /// `event: end`: the platform closed the stream because the caller's rights ended. A
 /// changed role is worth a reconnect; a revoked credential or a disabled user is not.

@@ -1,5 +1,5 @@
 //! `vm logs [-f]`: Terraform's output of a VM's jobs; with `-f`, the running job's lines
-//! live from the VM's stream, each once, until that job ends.
+//! live from the VM's stream, each once, until that job ends (the last one, when none runs).
 
 use serde_json::Value;
 
@@ -18,16 +18,32 @@ pub async fn logs(api: &Api, format: Format, arg: &str, follow_: bool) -> Result
     let id = names::resolve(api, arg).await?;
     if follow_ {
         let vm: Vm = read(&api.get(&format!("/api/v1/vms/{id}"), &[]).await?, "VM")?;
-        if let Some(job) = vm.job {
-            return follow_job(api, format, &id, job.id).await;
+        let job = match vm.job {
+            Some(job) => Some(job.id),
+            // No job runs or waits: the stream is read up to the end of the last one.
+            None => last_job(api, &id).await?,
+        };
+        if let Some(job) = job {
+            return follow_job(api, format, &id, job).await;
         }
-        // No job runs or waits: there is nothing to follow, only what was.
     }
     let lines = stored(api, &id).await?;
     output::print(format, &lines, |_| {
         let lines: Vec<LogLine> = read(&lines, "log")?;
         Ok(lines.iter().map(|l| format!("{}\n", l.message)).collect())
     })
+}
+
+/// The number of the VM's last job, if it had any.
+async fn last_job(api: &Api, id: &VmId) -> Result<Option<u32>, CliError> {
+    let jobs = api.get(&format!("/api/v1/vms/{id}/jobs"), &[]).await?;
+    Ok(jobs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|job| job["id"].as_u64())
+        .max()
+        .map(|id| id as u32))
 }
 
 /// Every stored line of the VM's jobs, page after page.

@@ -1,6 +1,8 @@
 //! `vm create|list|show|destroy`, and `--wait`: following the VM's stream until the job the
 //! command asked for ends.
 
+use std::time::Duration;
+
 use serde_json::{json, Map, Value};
 
 use crate::args::{CreateArgs, Format, ListArgs};
@@ -167,12 +169,40 @@ async fn wait(
             return Err(CliError::Local("interrupted".into()));
         }
     }
-    show_id(api, format, &vm.id).await?;
+    let settled: &[&str] = match (&failure, goal) {
+        (Some(_), _) => &["failed"],
+        (None, Goal::Provisioned) => &["provisioned", "initializing", "running", "unreachable"],
+        (None, Goal::Destroyed) => &["destroyed"],
+    };
+    show_settled(api, format, &vm.id, settled).await?;
     match failure {
         Some(reason) => Err(CliError::JobFailed(format!(
             "the {action} failed: {reason}"
         ))),
         None => Ok(()),
+    }
+}
+
+/// How long the read model may take to show what the stream told.
+const SETTLING: Duration = Duration::from_secs(5);
+
+/// Prints the VM once `GET` shows it in one of the `settled` statuses: the stream is read
+/// from the events, `GET` from a read model that follows them a moment later (and waits
+/// only for the caller's own writes, not the runner's).
+async fn show_settled(
+    api: &Api,
+    format: Format,
+    id: &VmId,
+    settled: &[&str],
+) -> Result<(), CliError> {
+    let deadline = tokio::time::Instant::now() + SETTLING;
+    loop {
+        let value = api.get(&format!("/api/v1/vms/{id}"), &[]).await?;
+        let vm: Vm = read(&value, "VM")?;
+        if settled.contains(&vm.status.as_str()) || tokio::time::Instant::now() >= deadline {
+            return output::print(format, &value, |_| Ok(details(&vm)));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

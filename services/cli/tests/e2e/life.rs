@@ -109,8 +109,10 @@ async fn a_user_signs_in_with_a_token_and_creates_follows_and_destroys_a_vm() {
         "{table:#?}"
     );
 
-    // Follow a second VM's create live through a proxy that cuts the stream once: every
-    // line once, in order.
+    // Follow a second VM's create through a proxy that cuts the stream once, after 3000
+    // bytes (mid-message, most likely): every line once, in order. Live if the job still
+    // runs when `-f` starts; if it ended already, `-f` reads the same events from the
+    // stream's history, so the cut and the resume are tested either way.
     let proxy = CuttingProxy::start(&daemon.url, 3000).await;
     let via_proxy = [("PROVISIONING_URL", proxy.url.as_str())];
     let second = cli(
