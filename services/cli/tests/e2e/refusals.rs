@@ -124,6 +124,15 @@ async fn refusals_failed_jobs_and_missing_credentials_exit_with_their_codes() {
         .await
         .expect(0);
     assert!(providers.stdout.starts_with("ID"), "{providers:#?}");
+    let yaml = cli(
+        config,
+        &signed_in,
+        &["providers", "list", "-o", "yaml"],
+        None,
+    )
+    .await
+    .expect(0);
+    assert!(yaml.stdout.contains("id: local"), "{yaml:#?}");
     let templates = cli(
         config,
         &signed_in,
