@@ -10,8 +10,8 @@ log() { echo "run: $*" >&2; }
 
 source deploy/local/prelude.sh
 
-log "cargo build --bins -p daemon -p runner"
-cargo build --bins -p daemon -p runner
+log "cargo build --bins -p daemon -p runner -p provisioning"
+cargo build --bins -p daemon -p runner -p provisioning
 
 # Where cargo put the binaries (CARGO_TARGET_DIR or .cargo/config.toml may move it).
 target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
