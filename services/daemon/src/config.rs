@@ -38,12 +38,12 @@ pub struct Config {
     /// sign-in is configured.
     pub admin_token: Option<SecretString>,
     pub hcl_dir: PathBuf,
-    /// The taskservs' catalog (`PROVISIONING_TASKSERVS_DIR`, `<hcl dir>/taskservs` by
-    /// default): its `registry.toml` and one folder per taskserv.
-    pub taskservs_dir: PathBuf,
-    /// The cluster templates (`PROVISIONING_CLUSTERS_DIR`, `<hcl dir>/clusters` by
-    /// default): its `registry.toml` and one Nickel file per template.
-    pub clusters_dir: PathBuf,
+    /// The taskservs' catalog (`PROVISIONING_TASKSERVS_DIR`; none: `<hcl dir>/taskservs`):
+    /// its `registry.toml` and one folder per taskserv. See [`Config::taskservs_dir`].
+    pub taskservs_dir: Option<PathBuf>,
+    /// The cluster templates (`PROVISIONING_CLUSTERS_DIR`; none: `<hcl dir>/clusters`):
+    /// its `registry.toml` and one Nickel file per template. See [`Config::clusters_dir`].
+    pub clusters_dir: Option<PathBuf>,
     pub work_dir: PathBuf,
     pub terraform_bin: PathBuf,
     pub runner_bin: PathBuf,
@@ -119,6 +119,21 @@ pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/provi
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 
 impl Config {
+    /// Where the taskservs' catalog is: as set, else beside the Terraform folders (so a
+    /// program that moves `hcl_dir` moves it too).
+    pub fn taskservs_dir(&self) -> PathBuf {
+        self.taskservs_dir
+            .clone()
+            .unwrap_or_else(|| self.hcl_dir.join("taskservs"))
+    }
+
+    /// Where the cluster templates are: as set, else beside the Terraform folders.
+    pub fn clusters_dir(&self) -> PathBuf {
+        self.clusters_dir
+            .clone()
+            .unwrap_or_else(|| self.hcl_dir.join("clusters"))
+    }
+
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let http_addr = var("PROVISIONING_HTTP_ADDR")
@@ -175,18 +190,8 @@ impl Config {
             nats_prefix: prefix,
             nats_replicas: nats_replicas(&var)?,
             admin_token: var("PROVISIONING_ADMIN_TOKEN").map(SecretString::from),
-            taskservs_dir: var("PROVISIONING_TASKSERVS_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
-                        .join("taskservs")
-                }),
-            clusters_dir: var("PROVISIONING_CLUSTERS_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(var("PROVISIONING_HCL_DIR").unwrap_or_else(|| "hcl".into()))
-                        .join("clusters")
-                }),
+            taskservs_dir: var("PROVISIONING_TASKSERVS_DIR").map(PathBuf::from),
+            clusters_dir: var("PROVISIONING_CLUSTERS_DIR").map(PathBuf::from),
             hcl_dir: var("PROVISIONING_HCL_DIR")
                 .unwrap_or_else(|| "hcl".into())
                 .into(),

@@ -223,7 +223,7 @@ fn policies(command: Option<&str>) -> anyhow::Result<()> {
 /// `taskservs check` and `taskservs list`: the catalog loaded as the daemon loads it.
 fn taskservs(command: Option<&str>) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let dir = &config.taskservs_dir;
+    let dir = &config.taskservs_dir();
     let catalog = taskservs::Catalog::load(dir)?;
     match command {
         Some("check") => {

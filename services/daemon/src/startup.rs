@@ -155,9 +155,9 @@ impl Application {
         let policies = Arc::new(api::policy::Policies::load(config.policy_dir.clone())?);
         let registry = Arc::new(registry::Registry::load(&config.hcl_dir)?);
         // A bad definition stops the daemon here, with Nickel's message naming the file.
-        let taskservs = Arc::new(taskservs::Catalog::load(&config.taskservs_dir)?);
+        let taskservs = Arc::new(taskservs::Catalog::load(&config.taskservs_dir())?);
         let clusters = Arc::new(clusters::ClusterCatalog::load(
-            &config.clusters_dir,
+            &config.clusters_dir(),
             &taskservs,
         )?);
         let credentials = Arc::new(crate::config::credentials(&registry, &config)?);

@@ -42,7 +42,6 @@ impl Daemon {
             .unwrap_or_else(|_| daemon::config::DEFAULT_NATS_URL.to_owned());
         config.nats_prefix = format!("cli{}", &id[..12]);
         config.hcl_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into();
-        config.taskservs_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs").into();
         config.work_dir = work.path().to_owned();
         config.terraform_bin = std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())

@@ -130,8 +130,8 @@ pub(crate) fn base_config(db_name: &str, prefix: &str, work: &std::path::Path) -
         nats_replicas: 1,
         admin_token: None,
         hcl_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl").into(),
-        taskservs_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/taskservs").into(),
-        clusters_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl/clusters").into(),
+        taskservs_dir: None,
+        clusters_dir: None,
         work_dir: work.to_owned(),
         terraform_bin: std::env::var("TERRAFORM_BIN")
             .unwrap_or_else(|_| "terraform".into())

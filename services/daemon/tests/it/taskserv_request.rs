@@ -260,7 +260,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// The error the daemon stops with on the catalog `dir`.
 async fn start_error(dir: &tempfile::TempDir) -> String {
     let path = dir.path().to_owned();
-    try_spawn_app(Roles::ALL, move |c| c.taskservs_dir = path)
+    try_spawn_app(Roles::ALL, move |c| c.taskservs_dir = Some(path))
         .await
         .err()
         .expect("the start is refused")

@@ -254,9 +254,14 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
     let wrapper = terraform_wrapper(files.path(), "export TF_VAR_address=127.0.0.1");
     let taskservs = catalog(files.path());
     let port = sshd.port;
+    // The shipped cluster templates need the shipped taskservs: none here.
+    let clusters = files.path().join("clusters");
+    std::fs::create_dir_all(&clusters).unwrap();
+    std::fs::write(clusters.join("registry.toml"), "").unwrap();
     let app = try_spawn_app(daemon::Roles::ALL, |config| {
         config.terraform_bin = wrapper;
-        config.taskservs_dir = taskservs;
+        config.taskservs_dir = Some(taskservs);
+        config.clusters_dir = Some(clusters);
         config.install.ssh_port = port;
     })
     .await
