@@ -36,6 +36,7 @@ pub use definition::{
     Definition, Dependency, DependencyKind, Health, ParamSpec, ParamType, Resources,
 };
 pub use driver::{driver, ScriptFile, StepCallbacks, BASE_DIR};
+pub use nickel::export_with_contract;
 pub use render::{RenderError, Rendered, VmFacts};
 pub use resolve::Refusal;
 pub use target::{os_family, Target};

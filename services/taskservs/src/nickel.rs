@@ -14,9 +14,20 @@ pub const CONTRACT: &str = include_str!("contract.ncl");
 /// Evaluates `path` (a `taskserv.ncl`) with [`CONTRACT`] applied and exports it as JSON.
 /// The error is Nickel's diagnostic, without colours, naming the file and line.
 pub fn export_json(path: &Path) -> Result<String, String> {
-    let source = wrapper(path);
+    export_with_contract(path, CONTRACT, "contract.ncl (the taskserv contract)")
+}
+
+/// Evaluates `path` with `contract` (Nickel source, named `contract_name` in diagnostics)
+/// applied and exports it as JSON; for every catalog of Nickel files (the cluster
+/// templates too), each with its own contract.
+pub fn export_with_contract(
+    path: &Path,
+    contract: &str,
+    contract_name: &str,
+) -> Result<String, String> {
+    let source = wrapper(path, contract);
     let mut program: Program<CacheImpl> = ProgramBuilder::new()
-        .add_source_string(source, "contract.ncl (the taskserv contract)")
+        .add_source_string(source, contract_name)
         .build()
         .map_err(|e| e.to_string())?;
     let value = match program.eval_full_for_export() {
@@ -38,7 +49,7 @@ pub fn export_json(path: &Path) -> Result<String, String> {
 /// `(import "<path>") | (<contract>)`: the definition is its own file, so Nickel's blame
 /// points into it, at the field that breaks the contract; the contract starts on the first
 /// line, so the lines Nickel names in it are those of `contract.ncl`.
-fn wrapper(path: &Path) -> String {
+fn wrapper(path: &Path, contract: &str) -> String {
     let quoted: String = path
         .display()
         .to_string()
@@ -48,7 +59,7 @@ fn wrapper(path: &Path) -> String {
             c => vec![c],
         })
         .collect();
-    format!("(import \"{quoted}\") | ({CONTRACT}\n)")
+    format!("(import \"{quoted}\") | ({contract}\n)")
 }
 
 fn report(program: &Program<CacheImpl>, error: nickel_lang_core::error::Error) -> String {
