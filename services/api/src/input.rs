@@ -82,11 +82,19 @@ fn hex_pair(high: u8, low: u8) -> Option<u8> {
 /// Largest plain-text error body of axum's rejections read back; theirs are short.
 const REJECTION_TEXT: usize = 4096;
 
+/// Marks a refusal whose body is meant as it is (the console's HTML pages: a sign-in
+/// page, a 404 page), which [`json_errors`] leaves alone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnBody;
+
 /// Gives an error answered without the API's JSON body (axum's rejections of `Query`,
 /// `Path` and `RawPathParams`, its 405 and 413) that body: the same status, a code that
 /// says what the status means, and axum's text (which names the parameter) as detail.
 pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
+    if response.extensions().get::<OwnBody>().is_some() {
+        return response;
+    }
     let status = response.status();
     let json = response
         .headers()

@@ -1,9 +1,10 @@
 //! The REST API under `/api/v1` and its Server-Sent Events streams, NAIC's face under
-//! `/api`, and a built frontend at `/`. `app(state)` builds the
+//! `/api`, the console's pages under `/console`, and a built frontend at `/`. `app(state)` builds the
 //! whole router, so tests can run it in process.
 
 mod answers;
 pub mod auth;
+mod console;
 mod error;
 mod extract;
 mod input;
@@ -58,6 +59,10 @@ pub struct AppState {
     pub slots: Arc<streams::Slots>,
     /// The built frontend served at `/` (`PROVISIONING_FRONTEND_DIR`), if any.
     pub frontend: Option<Arc<std::path::PathBuf>>,
+    /// Where browsers reach this API (`PROVISIONING_PUBLIC_URL`, or where it listens): the
+    /// console's forms must come from its origin, and its cookie is `Secure` unless it is
+    /// plain http on loopback.
+    pub public_url: Arc<str>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -86,6 +91,8 @@ pub fn app(state: AppState) -> Router {
         // NAIC's frontend's API, under `/api` beside `/api/v1`.
         .merge(naic::router(state.clone()))
         .merge(routes::health::router())
+        // The console's pages, with their own sign-in (not API routes: no OpenAPI entry).
+        .nest("/console", console::router())
         // The frontend (when configured) for other paths; unknown `/api` paths are a 404.
         .fallback(naic::frontend::fallback);
     // Outside the API's bounds: a Socket.IO connection stays open (its long-polling requests

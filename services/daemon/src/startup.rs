@@ -246,6 +246,7 @@ impl Application {
             )),
             _ => None,
         };
+        let console_url: Arc<str> = public_url.as_str().into();
         let callbacks = CallbackUrls {
             public_url,
             signer: signer.clone(),
@@ -298,6 +299,7 @@ impl Application {
             oidc,
             bootstrap_admins: config.bootstrap_admins.into(),
             frontend: config.frontend_dir.map(Arc::new),
+            public_url: console_url,
         };
         Ok(Self {
             roles,

@@ -166,7 +166,7 @@ fn credential(parts: &Parts) -> Result<Option<&str>, ApiError> {
 }
 
 /// The active user `id` as a principal; 401 for a disabled or vanished user.
-async fn principal_of(state: &AppState, id: UserId) -> Result<Principal, ApiError> {
+pub(crate) async fn principal_of(state: &AppState, id: UserId) -> Result<Principal, ApiError> {
     let user = store::users::get(&state.app.pool, id)
         .await
         .map_err(crate::error::store_failed)?

@@ -78,19 +78,25 @@ pub struct Oidc {
     pub(crate) jwt: Option<jwt::Verifier>,
 }
 
+/// Whether `url` is plain http on loopback: the one place a cookie may go without `Secure`
+/// (a browser on the same machine, as `make run` serves it).
+pub(crate) fn plain_loopback(url: &url::Url) -> bool {
+    url.scheme() == "http"
+        && match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        }
+}
+
 impl Oidc {
     /// Finds the provider by discovery, with its keys.
     pub async fn discover(settings: OidcSettings) -> Result<Self, OidcError> {
         let public = url::Url::parse(&settings.public_url)
             .map_err(|e| OidcError::PublicUrl(e.to_string()))?;
         let origin = public.origin().ascii_serialization();
-        let loopback_http = public.scheme() == "http"
-            && match public.host() {
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                Some(url::Host::Domain(d)) => d == "localhost",
-                None => false,
-            };
+        let loopback_http = plain_loopback(&public);
         let public_url = settings.public_url.trim_end_matches('/').to_owned();
         let redirect = RedirectUrl::new(format!("{public_url}/api/v1/auth/callback"))
             .map_err(|e| OidcError::PublicUrl(e.to_string()))?;

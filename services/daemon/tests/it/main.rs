@@ -10,6 +10,7 @@ mod backend_role;
 mod bench;
 mod busy_gauges;
 mod catalog;
+mod console;
 mod contract;
 mod dashboards;
 mod database;

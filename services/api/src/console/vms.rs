@@ -1,0 +1,248 @@
+//! The VM pages: the caller's VMs (an admin's: everyone's, with owners) and one VM with
+//! its jobs, taskservs and history. Read from the same read models as `/api/v1/vms`;
+//! another user's VM is a 404 page, as one that does not exist.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::Response;
+use domain::identity::UserId;
+use domain::provisioning::VmId;
+
+use super::session::{sign_in_required, signed_in};
+use super::{not_found, page, shown, Layout};
+use crate::auth::Principal;
+use crate::routes::taskservs::VmTaskservOut;
+use crate::{ApiError, AppState};
+
+/// How many VMs the list shows: the newest (filters and paging are still to come).
+const LIST_LIMIT: i64 = 200;
+
+/// How many of a VM's last events its page shows.
+const HISTORY_SHOWN: usize = 50;
+
+/// A VM as a row of the list and the head of its page.
+struct VmLine {
+    id: uuid::Uuid,
+    name: String,
+    status: String,
+    provider: String,
+    template: String,
+    ip: Option<String>,
+    expires: String,
+    /// The owner's email (shown to admins only).
+    owner: String,
+}
+
+impl VmLine {
+    fn of(row: &store::views::VmRow, owners: &HashMap<uuid::Uuid, String>) -> Self {
+        VmLine {
+            id: row.id,
+            name: row.name.clone(),
+            status: row.status.clone(),
+            provider: row.provider.clone(),
+            template: row.template.clone(),
+            ip: row.ip.clone(),
+            expires: row.expires_at.map_or_else(|| "never".to_owned(), shown),
+            owner: owners
+                .get(&row.owner)
+                .cloned()
+                .unwrap_or_else(|| row.owner.to_string()),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/vms.html")]
+struct VmsPage {
+    layout: Layout,
+    vms: Vec<VmLine>,
+    /// Whether there are more than those shown.
+    more: bool,
+}
+
+/// `GET /console` and `GET /console/vms`.
+#[tracing::instrument(skip_all)]
+pub(crate) async fn list_vms(
+    State(state): State<AppState>,
+    parts: Parts,
+) -> Result<Response, ApiError> {
+    let Some(principal) = signed_in(&state, &parts).await? else {
+        return Ok(sign_in_required(&state, &parts));
+    };
+    let filter = store::views::ListFilter {
+        archived: Some(false),
+        limit: LIST_LIMIT + 1,
+        // Users list their own VMs; admins everyone's.
+        owner: (!principal.is_admin()).then_some(principal.user),
+        ..Default::default()
+    };
+    let mut rows = store::views::list(&state.app.pool, &filter).await?;
+    let more = rows.len() as i64 > LIST_LIMIT;
+    rows.truncate(LIST_LIMIT as usize);
+    let owners = match principal.is_admin() {
+        true => emails(&state, rows.iter().map(|r| r.owner)).await?,
+        false => HashMap::new(),
+    };
+    let vms = rows.iter().map(|row| VmLine::of(row, &owners)).collect();
+    Ok(page(
+        StatusCode::OK,
+        &VmsPage {
+            layout: Layout::of(&principal),
+            vms,
+            more,
+        },
+    ))
+}
+
+/// The emails of `users`, by id (those that vanished left out).
+async fn emails(
+    state: &AppState,
+    users: impl Iterator<Item = uuid::Uuid>,
+) -> Result<HashMap<uuid::Uuid, String>, ApiError> {
+    let mut found = HashMap::new();
+    for user in users {
+        if found.contains_key(&user) {
+            continue;
+        }
+        let row = store::users::get(&state.app.pool, UserId::new(user))
+            .await
+            .map_err(crate::error::store_failed)?;
+        if let Some(row) = row {
+            found.insert(user, row.email);
+        }
+    }
+    Ok(found)
+}
+
+struct JobLine {
+    id: u32,
+    action: String,
+    state: String,
+    queued: String,
+    ended: String,
+    reason: String,
+}
+
+struct EventLine {
+    sequence: i64,
+    event_type: String,
+    recorded: String,
+    actor: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/vm.html")]
+struct VmPage {
+    layout: Layout,
+    vm: VmLine,
+    last_error: Option<String>,
+    /// `ssh user@address`, once the VM has an address.
+    ssh: Option<String>,
+    jobs: Vec<JobLine>,
+    taskservs: Vec<VmTaskservOut>,
+    events: Vec<EventLine>,
+    /// Whether older events were left out.
+    earlier: bool,
+}
+
+/// `GET /console/vms/{id}`.
+#[tracing::instrument(skip_all, fields(vm_id = %id))]
+pub(crate) async fn show_vm(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    parts: Parts,
+) -> Result<Response, ApiError> {
+    let Some(principal) = signed_in(&state, &parts).await? else {
+        return Ok(sign_in_required(&state, &parts));
+    };
+    let Ok(vm) = id.parse::<VmId>() else {
+        return Ok(not_found(&principal, format!("There is no VM {id}.")));
+    };
+    match state.app.visible(&principal, vm).await {
+        Ok(()) => {}
+        Err(app::Error::NotFound(_)) => {
+            return Ok(not_found(&principal, format!("There is no VM {vm}.")))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let (Some(row), Some(view)) = (
+        store::views::get(&state.app.pool, vm).await?,
+        store::views::view(&state.app.pool, vm).await?,
+    ) else {
+        return Ok(not_found(&principal, format!("There is no VM {vm}.")));
+    };
+    Ok(page(
+        StatusCode::OK,
+        &vm_page(&state, &principal, vm, row, view).await?,
+    ))
+}
+
+async fn vm_page(
+    state: &AppState,
+    principal: &Principal,
+    vm: VmId,
+    row: store::views::VmRow,
+    view: domain::provisioning::VmView,
+) -> Result<VmPage, ApiError> {
+    let owners = match principal.is_admin() {
+        true => emails(state, std::iter::once(row.owner)).await?,
+        false => HashMap::new(),
+    };
+    let ssh = match (&row.ip, &view.spec) {
+        (Some(ip), Some(spec)) => Some(format!("ssh {}@{ip}", spec.username)),
+        _ => None,
+    };
+    let jobs = view
+        .jobs
+        .iter()
+        .map(|job| JobLine {
+            id: job.id.get(),
+            action: job.action.as_str().to_owned(),
+            state: job.state.as_str().to_owned(),
+            queued: shown(job.queued_at),
+            ended: job.ended_at.map(shown).unwrap_or_default(),
+            reason: job.reason.clone().unwrap_or_default(),
+        })
+        .collect();
+    let (events, earlier) = history(state, vm).await?;
+    Ok(VmPage {
+        layout: Layout::of(principal),
+        vm: VmLine::of(&row, &owners),
+        last_error: row.last_error.clone(),
+        ssh,
+        jobs,
+        taskservs: row.taskservs.0.iter().map(Into::into).collect(),
+        events,
+        earlier,
+    })
+}
+
+/// The VM's last events, Terraform's lines left out, oldest first; and whether there were
+/// more before them.
+async fn history(state: &AppState, vm: VmId) -> Result<(Vec<EventLine>, bool), ApiError> {
+    let filter = store::audit::AuditFilter {
+        vm: Some(vm),
+        exclude_logs: true,
+        ..Default::default()
+    };
+    let horizon = store::feed::horizon(&state.app.pool).await?;
+    let start = store::audit::Start::Sequence(0);
+    let all = store::audit::page(&state.app.pool, &filter, start, horizon, 10_000)
+        .await
+        .map_err(crate::routes::admin::audit_error)?;
+    let earlier = all.len() > HISTORY_SHOWN;
+    let lines = all[all.len().saturating_sub(HISTORY_SHOWN)..]
+        .iter()
+        .map(|e| EventLine {
+            sequence: e.sequence,
+            event_type: e.event_type.clone(),
+            recorded: shown(e.recorded_at),
+            actor: e.actor.clone().unwrap_or_default(),
+        })
+        .collect();
+    Ok((lines, earlier))
+}
