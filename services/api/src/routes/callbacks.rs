@@ -20,21 +20,30 @@ use crate::{ApiError, AppState, RequestId};
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CallbackIn {
     /// `phone_home`: the VM's host name.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub hostname: Option<String>,
     /// `app_ready`: where to reach the application (http or https).
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub url: Option<String>,
     /// `app_failed`: why it could not start.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub reason: Option<String>,
     /// `phone_home`: the VM's SSH host keys, as cloud-init posts them; install jobs pin
     /// these.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub pub_key_ed25519: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub pub_key_ecdsa: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub pub_key_rsa: Option<String>,
     /// `taskserv_installed`: the taskserv's outputs, `key=value` lines.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub outputs: Option<String>,
     /// `taskserv_failed`: its exit code.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub exit_code: Option<String>,
     /// `taskserv_failed`: the last lines of its output.
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub last_lines: Option<String>,
 }
 

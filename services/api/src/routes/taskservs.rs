@@ -44,6 +44,7 @@ pub fn router(state: AppState) -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TaskservIn {
     /// A taskserv of `GET /api/v1/extensions/taskservs`, e.g. `grafana`.
+    #[schema(min_length = 1, max_length = 63, pattern = r"^[a-z][a-z0-9-]*$")]
     pub name: String,
     /// Its params by name (strings, numbers or booleans, as its definition types them);
     /// those left out take their defaults. Recorded in the VM's events: never a secret.
@@ -195,6 +196,7 @@ pub async fn list_taskservs(
 #[schema(example = json!({"taskservs": [{"name": "redis", "params": {"port": 6380}}]}))]
 pub struct InstallIn {
     /// At least one, at most 32; their requirements are added, in order.
+    #[schema(min_items = 1, max_items = 32)]
     pub taskservs: Vec<TaskservIn>,
 }
 
@@ -234,6 +236,8 @@ pub async fn install_vm_taskservs(
 pub struct ExtensionInstallIn {
     /// The VM's id.
     pub vm: Uuid,
+    /// At least one, at most 32; their requirements are added, in order.
+    #[schema(min_items = 1, max_items = 32)]
     pub taskservs: Vec<TaskservIn>,
 }
 
