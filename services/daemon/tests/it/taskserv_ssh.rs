@@ -110,7 +110,10 @@ fn catalog(root: &Path) -> PathBuf {
   description = "Writes a marker file (tests).",
   category = "test",
   os = ["debian", "ubuntu"],
-  params = { dir = { type = 'string, description = "Where the marker goes" } },
+  params = {
+    dir = { type = 'string, description = "Where the marker goes" },
+    hold = { type = 'number, default = 0, description = "Seconds to wait first" },
+  },
   health.timeout_secs = 10,
 }
 "#,
@@ -121,6 +124,10 @@ fn catalog(root: &Path) -> PathBuf {
         r#"#!/bin/bash
 set -euo pipefail
 dir={{ params.dir | sh }}
+if [ {{ params.hold }} -gt 0 ]; then
+  echo "holding"
+  sleep {{ params.hold }}
+fi
 if [ "$(cat "$dir/marker" 2>/dev/null)" != "marker {{ taskserv.version }}" ]; then
   echo "marker {{ taskserv.version }}" >"$dir/marker"
   echo "changed" >>"$dir/runs.log"
@@ -193,8 +200,13 @@ async fn running_vm(app: &TestApp, sshd: &Sshd, name: &str, host_key: &str) -> S
 
 /// Asks for `marker` on `vm` through the API, as a user would.
 async fn install(app: &TestApp, vm: &str, marker_dir: &Path) {
+    install_holding(app, vm, marker_dir, 0).await
+}
+
+/// As [`install`], the script waiting `hold` seconds before it writes anything.
+async fn install_holding(app: &TestApp, vm: &str, marker_dir: &Path, hold: u32) {
     let body = json!({"taskservs": [
-        {"name": "marker", "params": {"dir": marker_dir.display().to_string()}}
+        {"name": "marker", "params": {"dir": marker_dir.display().to_string(), "hold": hold}}
     ]});
     let _: Value = app
         .post_json(&format!("/api/v1/vms/{vm}/taskservs"), &body, 202)
@@ -340,6 +352,22 @@ async fn an_install_job_runs_a_taskserv_over_ssh_on_the_pinned_host_key_only() {
         std::fs::metadata(&marker).unwrap().modified().unwrap(),
         written
     );
+
+    // Cancelled while its script runs: the job ends cancelled, the script is stopped before
+    // it wrote anything, and the VM stays running.
+    std::fs::remove_file(&marker).unwrap();
+    install_holding(&app, &vm, &marker_dir, 120).await;
+    let lines = logs_with(&app, &vm, 4, "[marker] holding").await;
+    assert!(lines.iter().any(|l| l == "[marker] holding"), "{lines:#?}");
+    let _: Value = app
+        .post_json(&format!("/api/v1/vms/{vm}/jobs/4/cancel"), &json!({}), 202)
+        .await;
+    let job = ended(&app, &vm, 4).await;
+    assert_eq!(job.state, "cancelled", "{job:?}");
+    assert!(!marker.exists(), "the script was stopped before it wrote");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "changed\n");
+    app.wait_for_status_within(&vm, "running", WITHIN).await;
+    std::fs::write(&marker, "marker 1.0.0\n").unwrap();
 
     // A VM whose phone-home posted another host key: ssh refuses the server, nothing runs.
     let other = files.path().join("other_key");
