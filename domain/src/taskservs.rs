@@ -17,20 +17,7 @@ pub struct TaskservName(String);
 
 impl TaskservName {
     pub fn parse(s: &str) -> Result<Self, ValueError> {
-        let ok = (1..=63).contains(&s.len())
-            && s.starts_with(|c: char| c.is_ascii_lowercase())
-            && s.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        match ok {
-            true => Ok(Self(s.to_owned())),
-            false => Err(ValueError {
-                field: "taskservs",
-                reason: format!(
-                    "{s:?} is not a taskserv name: 1 to 63 lowercase letters, digits and '-', \
-                     starting with a letter"
-                ),
-            }),
-        }
+        slug(s, "taskservs", "a taskserv name").map(Self)
     }
 
     pub fn as_str(&self) -> &str {
@@ -55,6 +42,25 @@ impl From<TaskservName> for String {
 impl fmt::Display for TaskservName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// `s` if it is 1 to 63 lowercase letters, digits and `-`, starting with a letter (a name
+/// that is a folder, a URL segment and a Cedar id at once); else why not, for `field`.
+pub(crate) fn slug(s: &str, field: &'static str, what: &str) -> Result<String, ValueError> {
+    let ok = (1..=63).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    match ok {
+        true => Ok(s.to_owned()),
+        false => Err(ValueError {
+            field,
+            reason: format!(
+                "{s:?} is not {what}: 1 to 63 lowercase letters, digits and '-', \
+                 starting with a letter"
+            ),
+        }),
     }
 }
 

@@ -73,20 +73,7 @@ pub struct RoleName(String);
 
 impl RoleName {
     pub fn parse(s: &str) -> Result<Self, ValueError> {
-        let ok = (1..=63).contains(&s.len())
-            && s.starts_with(|c: char| c.is_ascii_lowercase())
-            && s.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        match ok {
-            true => Ok(Self(s.to_owned())),
-            false => Err(ValueError {
-                field: "role",
-                reason: format!(
-                    "{s:?} is not a role name: 1 to 63 lowercase letters, digits and '-', \
-                     starting with a letter"
-                ),
-            }),
-        }
+        crate::taskservs::slug(s, "role", "a role name").map(Self)
     }
 
     pub fn as_str(&self) -> &str {
