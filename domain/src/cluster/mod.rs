@@ -25,5 +25,5 @@ pub use commands::ClusterCommand;
 pub use error::ClusterError;
 pub use events::ClusterEvent;
 pub use topology::{GateId, GateNodes, GateSpec, OnFailure, RoleSpec, Topology};
-pub use values::{ClusterId, RoleName, TemplateRef};
+pub use values::{ClusterId, ClusterMember, RoleName, TemplateRef};
 pub use views::{ClusterStatus, ClusterView, GateState, GateView, RoleView};

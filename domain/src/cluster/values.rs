@@ -101,6 +101,14 @@ impl fmt::Display for RoleName {
     }
 }
 
+/// The place of a VM in a cluster: recorded in the VM's spec, so the VM's events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterMember {
+    pub id: ClusterId,
+    pub role: RoleName,
+    pub index: u32,
+}
+
 /// Which template a cluster was made from: its registry name and the hash of its content
 /// when the cluster was requested, so a later edit of the file is told apart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,6 +26,7 @@ pub(super) fn spec() -> VmSpec {
         username: "ubuntu".into(),
         owner: crate::identity::UserId::BUILTIN_ADMIN,
         taskservs: vec![],
+        cluster: None,
     }
 }
 

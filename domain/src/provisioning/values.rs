@@ -371,6 +371,9 @@ pub struct VmSpec {
     /// against the deployment's catalog. Absent from events of earlier versions (none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taskservs: Vec<crate::taskservs::PlannedTaskserv>,
+    /// The cluster this VM is a node of, and its place there; `None` for a VM of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterMember>,
 }
 
 fn default_username() -> String {

@@ -163,6 +163,7 @@ pub(crate) mod tests {
         username: "ubuntu".into(),
                 owner: domain::identity::UserId::BUILTIN_ADMIN,
                 taskservs: vec![],
+                cluster: None,
             },
         }
     }

@@ -86,6 +86,7 @@ fn parse(input: CreateIn) -> Result<VmRequest, ApiError> {
         })?;
     Ok(VmRequest {
         taskservs: vec![],
+        cluster: None,
         id: None,
         name: VmName::parse(&input.vm_name)?,
         provider: ProviderId::parse(provider)?,

@@ -123,6 +123,7 @@ mod tests {
             username: text,
             owner: domain::identity::UserId::BUILTIN_ADMIN,
             taskservs: vec![],
+            cluster: None,
         }
     }
 

@@ -29,6 +29,8 @@ pub struct VmRequest {
     pub duration: DurationHours,
     /// Taskservs to install at boot, with their params; resolved into the VM's plan.
     pub taskservs: Vec<domain::taskservs::TaskservRequest>,
+    /// The cluster whose node this VM is; set by the cluster coordinator only.
+    pub cluster: Option<domain::cluster::ClusterMember>,
 }
 
 /// The VM's SSH key: given whole, or one the caller registered.
@@ -187,6 +189,7 @@ impl App {
             username: row.username,
             owner: owner.user,
             taskservs,
+            cluster: input.cluster.clone(),
         })
     }
 }

@@ -283,5 +283,6 @@ pub fn spec() -> VmSpec {
         username: "ubuntu".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
         taskservs: vec![],
+        cluster: None,
     }
 }

@@ -534,6 +534,7 @@ pub fn vm_spec(name: &str) -> domain::provisioning::VmSpec {
         username: "ubuntu".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
         taskservs: vec![],
+        cluster: None,
     }
 }
 

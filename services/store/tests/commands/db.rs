@@ -70,6 +70,7 @@ pub fn vm_spec(name: &str) -> VmSpec {
         username: "debian".into(),
         owner: domain::identity::UserId::BUILTIN_ADMIN,
         taskservs: vec![],
+        cluster: None,
     }
 }
 

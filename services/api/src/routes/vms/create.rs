@@ -142,5 +142,6 @@ fn parse(input: CreateVmIn) -> Result<VmRequest, ApiError> {
         allow_ssh_from: input.allow_ssh_from,
         duration: DurationHours::parse(input.duration_hours)?,
         taskservs: crate::routes::taskservs::parse_requests(input.taskservs)?,
+        cluster: None,
     })
 }
