@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 use super::commands::ClusterCommand;
 use super::error::ClusterError;
 use super::events::ClusterEvent;
-use super::topology::{GateId, Topology};
+use super::topology::{GateId, NodeSettings, Topology};
 use super::values::{ClusterId, RoleName, TemplateRef};
 use super::views::ClusterStatus;
 use crate::identity::UserId;
@@ -42,6 +42,7 @@ pub struct Requested {
     pub id: ClusterId,
     pub template: TemplateRef,
     pub topology: Topology,
+    pub nodes: NodeSettings,
     pub provider: ProviderId,
     pub owner: UserId,
     #[serde(with = "time::serde::rfc3339")]
@@ -85,6 +86,7 @@ impl Aggregate for Cluster {
                 id,
                 template,
                 topology,
+                nodes,
                 provider,
                 owner,
                 at,
@@ -93,6 +95,7 @@ impl Aggregate for Cluster {
                     id,
                     template,
                     topology,
+                    nodes,
                     provider,
                     owner,
                     at,
@@ -164,10 +167,19 @@ impl Decide for Cluster {
                 id,
                 template,
                 topology,
+                nodes,
                 provider,
                 owner,
                 at,
-            } => self.request(id, template, topology, provider, owner, at),
+            } => self.request(Requested {
+                id,
+                template,
+                topology,
+                nodes,
+                provider,
+                owner,
+                at,
+            }),
             C::RecordNode {
                 role,
                 index,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::topology::{GateId, Topology};
+use super::topology::{GateId, NodeSettings, Topology};
 use super::values::{ClusterId, RoleName, TemplateRef};
 use crate::identity::UserId;
 use crate::provisioning::{ProviderId, VmId};
@@ -16,6 +16,7 @@ pub enum ClusterCommand {
         id: ClusterId,
         template: TemplateRef,
         topology: Topology,
+        nodes: NodeSettings,
         provider: ProviderId,
         owner: UserId,
         at: OffsetDateTime,

@@ -8,7 +8,7 @@ use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::topology::{GateId, Topology};
+use super::topology::{GateId, NodeSettings, Topology};
 use super::values::{ClusterId, RoleName, TemplateRef};
 use crate::identity::UserId;
 use crate::provisioning::{ProviderId, VmId};
@@ -23,6 +23,7 @@ pub enum ClusterEvent {
         id: ClusterId,
         template: TemplateRef,
         topology: Topology,
+        nodes: NodeSettings,
         provider: ProviderId,
         owner: UserId,
         #[serde(with = "time::serde::rfc3339")]

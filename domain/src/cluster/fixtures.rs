@@ -42,6 +42,7 @@ pub fn topology(on_failure: OnFailure) -> Topology {
         min,
         max,
         template: TemplateId::parse("medium").unwrap(),
+        taskservs: vec![],
     };
     let gate = |on: &str, nodes, within_secs| GateSpec {
         role: role(on),
@@ -60,6 +61,19 @@ pub fn topology(on_failure: OnFailure) -> Topology {
     }
 }
 
+pub fn nodes() -> NodeSettings {
+    use crate::provisioning::{Cidr, DurationHours, SshPublicKey, VmName};
+    NodeSettings {
+        name: VmName::parse("pair").unwrap(),
+        ssh_public_key: SshPublicKey::parse(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ t@e",
+        )
+        .unwrap(),
+        allow_ssh_from: vec![Cidr::parse("192.0.2.0/24").unwrap()],
+        duration_hours: DurationHours::parse(8).unwrap(),
+    }
+}
+
 pub fn request(on_failure: OnFailure) -> ClusterCommand {
     ClusterCommand::Request {
         id: id(),
@@ -68,6 +82,7 @@ pub fn request(on_failure: OnFailure) -> ClusterCommand {
             version: "sha256:0123".into(),
         },
         topology: topology(on_failure),
+        nodes: nodes(),
         provider: ProviderId::parse("local").unwrap(),
         owner: UserId::BUILTIN_ADMIN,
         at: T0,
@@ -79,6 +94,7 @@ pub fn requested(on_failure: OnFailure) -> ClusterEvent {
         id,
         template,
         topology,
+        nodes,
         provider,
         owner,
         at,
@@ -90,6 +106,7 @@ pub fn requested(on_failure: OnFailure) -> ClusterEvent {
         id,
         template,
         topology,
+        nodes,
         provider,
         owner,
         at,

@@ -24,6 +24,6 @@ pub use aggregate::{Cluster, Node, Requested};
 pub use commands::ClusterCommand;
 pub use error::ClusterError;
 pub use events::ClusterEvent;
-pub use topology::{GateId, GateNodes, GateSpec, OnFailure, RoleSpec, Topology};
+pub use topology::{GateId, GateNodes, GateSpec, NodeSettings, OnFailure, RoleSpec, Topology};
 pub use values::{ClusterId, ClusterMember, RoleName, TemplateRef};
 pub use views::{ClusterStatus, ClusterView, GateState, GateView, RoleView};

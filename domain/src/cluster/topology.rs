@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ClusterError;
 use super::values::RoleName;
-use crate::provisioning::TemplateId;
-use crate::taskservs::TaskservName;
+use crate::provisioning::{Cidr, DurationHours, SshPublicKey, TemplateId, VmName};
+use crate::taskservs::{TaskservName, TaskservRequest};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
     pub roles: Vec<RoleSpec>,
     /// Stages, each a list of role names, in the order they are made.
@@ -26,13 +26,27 @@ pub struct Topology {
 
 /// A role resolved for one cluster: how many nodes it has now, the range scaling may
 /// choose within (`min == max` for a fixed count) and the provider template its VMs use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoleSpec {
     pub name: RoleName,
     pub count: u32,
     pub min: u32,
     pub max: u32,
     pub template: TemplateId,
+    /// The taskservs each node gets, params as the template writes them: references to
+    /// earlier roles' outputs are rendered when a node is requested.
+    #[serde(default)]
+    pub taskservs: Vec<TaskservRequest>,
+}
+
+/// What every node of a cluster is made with, beside its role's template and taskservs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeSettings {
+    /// The cluster's name; node `i` of role `r` is named `<name>-<r>-<i>`.
+    pub name: VmName,
+    pub ssh_public_key: SshPublicKey,
+    pub allow_ssh_from: Vec<Cidr>,
+    pub duration_hours: DurationHours,
 }
 
 /// A stage waits until `taskserv` is installed (its health check passed) on `nodes` of

@@ -7,32 +7,33 @@ use time::OffsetDateTime;
 use super::{Cluster, Requested};
 use crate::cluster::error::ClusterError;
 use crate::cluster::events::ClusterEvent;
-use crate::cluster::topology::{GateId, Topology};
-use crate::cluster::values::{ClusterId, RoleName, TemplateRef};
+use crate::cluster::topology::GateId;
+use crate::cluster::values::RoleName;
 use crate::cluster::views::ClusterStatus;
-use crate::identity::UserId;
-use crate::provisioning::{ProviderId, VmId};
+use crate::provisioning::VmId;
 
 type Decided = Result<Vec<ClusterEvent>, ClusterError>;
 
 impl Cluster {
-    pub(super) fn request(
-        &self,
-        id: ClusterId,
-        template: TemplateRef,
-        topology: Topology,
-        provider: ProviderId,
-        owner: UserId,
-        at: OffsetDateTime,
-    ) -> Decided {
+    pub(super) fn request(&self, asked: Requested) -> Decided {
         if self.requested.is_some() {
             return Err(ClusterError::AlreadyRequested);
         }
-        topology.validate()?;
+        asked.topology.validate()?;
+        let Requested {
+            id,
+            template,
+            topology,
+            nodes,
+            provider,
+            owner,
+            at,
+        } = asked;
         Ok(vec![ClusterEvent::ClusterRequested {
             id,
             template,
             topology,
+            nodes,
             provider,
             owner,
             at,

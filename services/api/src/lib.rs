@@ -72,6 +72,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::tokens::router())
         .merge(routes::me::router())
         .merge(routes::taskservs::router(state.clone()))
+        .merge(routes::clusters::router(state.clone()))
         .merge(routes::providers::router(state.clone()))
         .merge(routes::admin::router(state.clone()))
         .merge(openapi::router())

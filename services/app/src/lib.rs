@@ -11,6 +11,7 @@
 pub mod callbacks;
 mod caller;
 pub mod catalog;
+pub mod clusters;
 mod error;
 pub mod idempotency;
 pub mod keys;
@@ -48,5 +49,5 @@ pub struct App {
     /// The taskservs' definitions, loaded and checked at start.
     pub taskservs: Arc<::taskservs::Catalog>,
     /// The cluster templates, loaded and checked (against the taskservs) at start.
-    pub clusters: Arc<clusters::ClusterCatalog>,
+    pub clusters: Arc<::clusters::ClusterCatalog>,
 }

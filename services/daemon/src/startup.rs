@@ -93,6 +93,9 @@ pub enum StartupError {
 /// How long a stopping server waits for the answers in progress (streams and exports end at
 /// once, unless their client stopped reading) before it cuts them.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often the cluster coordinator looks at every cluster not ended: a gate's deadline
+/// is noticed that late at most.
+const CLUSTER_SWEEP: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub struct Application {
     roles: Roles,
@@ -441,6 +444,16 @@ impl Application {
             }
         }
         if self.roles.api {
+            // Makes clusters' nodes through the same use cases as the API; once in the
+            // deployment (a lease), so any daemon serving the API may run it.
+            roles.spawn(
+                "cluster-coordinator",
+                app::clusters::coordinator::run(
+                    state.app.clone(),
+                    CLUSTER_SWEEP,
+                    cancel.clone(),
+                ),
+            );
             let policies = state.app.policies.clone();
             roles.spawn("policy-reload", reload_on_sighup(policies, cancel.clone()));
         }

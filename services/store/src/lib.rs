@@ -6,6 +6,7 @@ pub mod api_tokens;
 pub mod as_of;
 pub mod audit;
 pub mod catalog;
+pub mod clusters;
 mod command;
 mod db;
 pub mod dead_letters;
@@ -36,7 +37,7 @@ pub use command::{
 pub use db::{connect, connect_with, migrate, SessionLimits, StoreError};
 pub use domain::Actor;
 pub use events::{
-    last_sequence, last_sequence_of, status_history, vm_events, vm_owner, AuditEvent,
+    audit_events, last_sequence, last_sequence_of, status_history, vm_events, vm_owner, AuditEvent,
 };
 pub use together::{execute_together, Batch, Outcome, States};
 

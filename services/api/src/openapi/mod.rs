@@ -12,7 +12,7 @@ use headers::Headers;
 use links::Links;
 
 use crate::routes::{
-    admin, auth, callbacks, health, me, providers, ssh_keys, taskservs, tokens, vms,
+    admin, auth, callbacks, clusters, health, me, providers, ssh_keys, taskservs, tokens, vms,
 };
 use crate::AppState;
 
@@ -36,6 +36,8 @@ use crate::AppState;
         admin::set_taskserv_enabled,
         taskservs::list_taskservs, taskservs::install_vm_taskservs, taskservs::install_extension,
         taskservs::list_cluster_templates,
+        clusters::create_cluster, clusters::list_clusters, clusters::get_cluster,
+        clusters::destroy_cluster, clusters::scale_cluster, clusters::stream_cluster,
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,

@@ -35,6 +35,44 @@ pub async fn admit(
         .map_err(|exceeded| refuse(app, principal, &exceeded.limit.policy, exceeded.to_string()))
 }
 
+/// Whether `principal` may request, together, `count` VMs of each template of `nodes` for
+/// `hours` (a cluster): the policies' decision on each template, then the limits against
+/// what they hold plus every one of those VMs. A refusal names the policy; then none of
+/// the VMs is made.
+pub async fn admit_many(
+    app: &App,
+    principal: &Principal,
+    nodes: &[(&store::catalog::TemplateRow, u32)],
+    hours: u64,
+) -> Result<(), Error> {
+    let book = app.policies.book();
+    let limits = book.limits(principal);
+    let mut usage = usage_of(app, principal.user).await?;
+    for (template, count) in nodes {
+        let size = Size::of_template(template.cpu, template.ram_gb, template.gpu.as_deref());
+        let facts = TemplateFacts {
+            provider: &template.provider_id,
+            template: &template.id,
+            size,
+            tags: &template.tags,
+        };
+        if *count == 0 {
+            continue;
+        }
+        if let Err(denied) = book.may_create(principal, &facts, hours) {
+            return Err(refuse(app, principal, &denied.policy, denied.to_string()));
+        }
+        for _ in 0..*count {
+            limits.admit(&usage, size, hours).map_err(|exceeded| {
+                let detail = format!("the cluster's nodes together: {exceeded}");
+                refuse(app, principal, &exceeded.limit.policy, detail)
+            })?;
+            usage.add(size);
+        }
+    }
+    Ok(())
+}
+
 /// Whether `principal` may have a VM of `template` live `hours` from its request (an
 /// extension): the policies' decision on the template as for a create of that long. The
 /// longest life of the limits (`@max_hours`) is the aggregate's to hold, since the VM's

@@ -8,7 +8,7 @@
 mod admit;
 mod book;
 
-pub use admit::{admit, admit_lifetime, denied_lifetime, usage_of};
+pub use admit::{admit, admit_lifetime, admit_many, denied_lifetime, usage_of};
 pub use book::{Denied, PolicyBook, TemplateFacts};
 
 use std::collections::BTreeMap;

@@ -110,29 +110,10 @@ pub async fn create_vm(
 /// The request's values, parsed; the application layer checks them against the catalog,
 /// the caller's keys, the network rules and the policies.
 fn parse(input: CreateVmIn) -> Result<VmRequest, ApiError> {
-    let invalid = |field: &str, reason: &str| ApiError::Invalid {
-        field: field.into(),
-        reason: reason.into(),
-    };
     let name = VmName::parse(&input.name)?;
     let provider = ProviderId::parse(&input.provider)?;
     let template = TemplateId::parse(&input.template)?;
-    let ssh_key = match (input.ssh_public_key, input.ssh_key_id) {
-        (Some(key), None) => SshKeyChoice::Key(SshPublicKey::parse(&key)?),
-        (None, Some(id)) => SshKeyChoice::Registered(id),
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "ssh_public_key",
-                "give either ssh_public_key or ssh_key_id, not both",
-            ))
-        }
-        (None, None) => {
-            return Err(invalid(
-                "ssh_public_key",
-                "missing: give ssh_public_key, or ssh_key_id to use a registered key",
-            ))
-        }
-    };
+    let ssh_key = ssh_key_choice(input.ssh_public_key, input.ssh_key_id)?;
     Ok(VmRequest {
         id: input.id.map(VmId::from),
         name,
@@ -144,4 +125,25 @@ fn parse(input: CreateVmIn) -> Result<VmRequest, ApiError> {
         taskservs: crate::routes::taskservs::parse_requests(input.taskservs)?,
         cluster: None,
     })
+}
+
+/// The key a request gives: `ssh_public_key` or `ssh_key_id`, exactly one.
+pub(crate) fn ssh_key_choice(
+    ssh_public_key: Option<String>,
+    ssh_key_id: Option<String>,
+) -> Result<SshKeyChoice, ApiError> {
+    let invalid = |reason: &str| ApiError::Invalid {
+        field: "ssh_public_key".into(),
+        reason: reason.into(),
+    };
+    match (ssh_public_key, ssh_key_id) {
+        (Some(key), None) => Ok(SshKeyChoice::Key(SshPublicKey::parse(&key)?)),
+        (None, Some(id)) => Ok(SshKeyChoice::Registered(id)),
+        (Some(_), Some(_)) => Err(invalid(
+            "give either ssh_public_key or ssh_key_id, not both",
+        )),
+        (None, None) => Err(invalid(
+            "missing: give ssh_public_key, or ssh_key_id to use a registered key",
+        )),
+    }
 }

@@ -1,0 +1,145 @@
+//! What the cluster tests share: a cluster request, waiting for a cluster's status, the
+//! cluster's events as the event store holds them, and a clusters directory of small test
+//! templates.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{TestApp, SSH_KEY};
+
+/// A cluster request, with `fields` replaced.
+pub fn cluster_request(fields: Value) -> Value {
+    let mut body = json!({
+        "name": "lab",
+        "template": "k3s-ha",
+        "provider": "local",
+        "ssh_public_key": SSH_KEY,
+        "allow_ssh_from": ["192.0.2.0/24"],
+        "duration_hours": 8,
+    });
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}
+
+impl TestApp {
+    pub async fn cluster(&self, id: &str) -> Value {
+        self.get_json(&format!("/api/v1/clusters/{id}")).await
+    }
+
+    /// Waits until the cluster is `status`, failing with its last state after `limit`.
+    pub async fn wait_for_cluster(&self, id: &str, status: &str, limit: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let cluster = self.cluster(id).await;
+            if cluster["status"] == status {
+                return cluster;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cluster never became {status}: {cluster:#}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until `check` holds for the cluster, failing with its last state after `limit`.
+    pub async fn wait_for_cluster_that(
+        &self,
+        id: &str,
+        what: &str,
+        limit: Duration,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let cluster = self.cluster(id).await;
+            if check(&cluster) {
+                return cluster;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cluster never {what}: {cluster:#}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The cluster's events in order: (type, data, position).
+    pub async fn cluster_events(&self, id: &str) -> Vec<(String, Value, i64)> {
+        cluster_events(&self.pool, id).await
+    }
+}
+
+/// The cluster's events in order: (type, data, position).
+pub async fn cluster_events(pool: &store::PgPool, id: &str) -> Vec<(String, Value, i64)> {
+    let rows: Vec<(String, String, i64)> = store::sqlx::query_as(
+        "SELECT event_type, (payload::jsonb->'data')::text, position FROM events
+         WHERE aggregate_type = 'Cluster' AND aggregate_id = $1 ORDER BY sequence",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(t, d, p)| (t, serde_json::from_str(&d).unwrap_or(Value::Null), p))
+        .collect()
+}
+
+/// A clusters directory with two small templates: `pair` (a k3s server, then one to three
+/// agents joining it once k3s is on the server) and `stuck` (as `pair`, with a gate of
+/// `gate_secs`, for clusters whose nodes never boot).
+pub fn test_templates(gate_secs: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("registry.toml"),
+        "[[clusters]]\nname = \"pair\"\n\n[[clusters]]\nname = \"stuck\"\n",
+    )
+    .unwrap();
+    for (name, within) in [("pair", 600), ("stuck", gate_secs)] {
+        std::fs::write(dir.path().join(format!("{name}.ncl")), pair(name, within)).unwrap();
+    }
+    dir
+}
+
+fn pair(name: &str, within: u32) -> String {
+    format!(
+        r#"{{
+  name = "{name}",
+  description = "A k3s server and one to three agents joining it.",
+  roles = [
+    {{
+      name = "server",
+      count = 1,
+      templates = ["medium"],
+      taskservs = [
+        {{ name = "k3s", params = {{ cluster_init = true, token_file = "/var/lib/provisioning/cluster/secret" }} }},
+      ],
+    }},
+    {{
+      name = "worker",
+      count = {{ min = 1, max = 3, default = 1 }},
+      templates = ["medium"],
+      taskservs = [
+        {{
+          name = "k3s",
+          params = {{
+            role = "agent",
+            server_url = "{{{{ roles.server[0].outputs.server_url }}}}",
+            token_file = "/var/lib/provisioning/cluster/secret",
+          }},
+        }},
+      ],
+    }},
+  ],
+  order = [["server"], ["worker"]],
+  health_gates = [
+    {{ role = "server", taskserv = "k3s", nodes = "all", within_secs = {within} }},
+  ],
+  on_failure = 'rollback,
+}}
+"#
+    )
+}
