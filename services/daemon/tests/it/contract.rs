@@ -113,7 +113,7 @@ fn check_tokens(captures: &BTreeMap<String, String>, payload: &Value) -> Result<
     for (name, token) in captures {
         let expected = match name.as_str() {
             "EventType" => payload["type"].as_str().map(str::to_owned),
-            "vm_id" if payload.get("aggregate_id").is_some() => {
+            "vm_id" | "cluster_id" if payload.get("aggregate_id").is_some() => {
                 payload["aggregate_id"].as_str().map(str::to_owned)
             }
             "provider" if payload.get("version").is_some() => Some(
@@ -178,8 +178,18 @@ async fn every_message_of_a_create_a_failure_and_a_destroy_is_as_subjects_md_doc
     let broken = app
         .create_ok(json!({"name": "contract-broken", "template": "broken"}))
         .await;
+    // A cluster of one node: the coordinator records its request and the node's.
+    let cluster: Value = app
+        .post_json(
+            "/api/v1/clusters",
+            &crate::cluster_support::cluster_request(json!({"template": "k3s-single"})),
+            202,
+        )
+        .await;
     app.wait_for_status(&ok, "provisioned").await;
     app.wait_for_status(&broken, "failed").await;
+    app.wait_for_cluster(cluster["id"].as_str().unwrap(), "creating", Duration::from_secs(60))
+        .await;
     let _: Vm = app.delete_json(&format!("/api/v1/vms/{ok}"), 202).await;
     app.wait_for_status(&ok, "destroyed").await;
 
@@ -228,6 +238,9 @@ async fn every_message_of_a_create_a_failure_and_a_destroy_is_as_subjects_md_doc
             if let Some(vm) = captures.get("vm_id") {
                 expected = expected.replace("<vm_id>", vm);
             }
+            if let Some(cluster) = captures.get("cluster_id") {
+                expected = expected.replace("<cluster_id>", cluster);
+            }
             let id = message
                 .headers
                 .as_ref()
@@ -262,6 +275,8 @@ async fn every_message_of_a_create_a_failure_and_a_destroy_is_as_subjects_md_doc
         "Failed",
         "DestroyRequested",
         "Destroyed",
+        "ClusterRequested",
+        "NodeRequested",
     ] {
         assert!(event_types.contains(kind), "no {kind}: {event_types:?}");
     }
