@@ -26,6 +26,7 @@ mod wire;
 #[allow(dead_code)]
 mod wrapper;
 
+mod cluster_kill;
 mod export;
 mod kill;
 mod nats_cluster;

@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 use crate::helpers::{TestApp, SSH_KEY};
 
+pub use crate::cluster_templates::test_templates;
+
 /// A cluster request, with `fields` replaced.
 pub fn cluster_request(fields: Value) -> Value {
     let mut body = json!({
@@ -86,60 +88,4 @@ pub async fn cluster_events(pool: &store::PgPool, id: &str) -> Vec<(String, Valu
     rows.into_iter()
         .map(|(t, d, p)| (t, serde_json::from_str(&d).unwrap_or(Value::Null), p))
         .collect()
-}
-
-/// A clusters directory with two small templates: `pair` (a k3s server, then one to three
-/// agents joining it once k3s is on the server) and `stuck` (as `pair`, with a gate of
-/// `gate_secs`, for clusters whose nodes never boot).
-pub fn test_templates(gate_secs: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("registry.toml"),
-        "[[clusters]]\nname = \"pair\"\n\n[[clusters]]\nname = \"stuck\"\n",
-    )
-    .unwrap();
-    for (name, within) in [("pair", 600), ("stuck", gate_secs)] {
-        std::fs::write(dir.path().join(format!("{name}.ncl")), pair(name, within)).unwrap();
-    }
-    dir
-}
-
-fn pair(name: &str, within: u32) -> String {
-    format!(
-        r#"{{
-  name = "{name}",
-  description = "A k3s server and one to three agents joining it.",
-  roles = [
-    {{
-      name = "server",
-      count = 1,
-      templates = ["medium"],
-      taskservs = [
-        {{ name = "k3s", params = {{ cluster_init = true, token_file = "/var/lib/provisioning/cluster/secret" }} }},
-      ],
-    }},
-    {{
-      name = "worker",
-      count = {{ min = 1, max = 3, default = 1 }},
-      templates = ["medium"],
-      taskservs = [
-        {{
-          name = "k3s",
-          params = {{
-            role = "agent",
-            server_url = "{{{{ roles.server[0].outputs.server_url }}}}",
-            token_file = "/var/lib/provisioning/cluster/secret",
-          }},
-        }},
-      ],
-    }},
-  ],
-  order = [["server"], ["worker"]],
-  health_gates = [
-    {{ role = "server", taskserv = "k3s", nodes = "all", within_secs = {within} }},
-  ],
-  on_failure = 'rollback,
-}}
-"#
-    )
 }

@@ -157,7 +157,7 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
 
 #[tokio::test]
 async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
-    let templates = test_templates(600);
+    let templates = test_templates(600, 1);
     let app = app(simulate(), Some(templates.path())).await;
     let asked = cluster_request(json!({"template": "pair", "name": "duo"}));
     let cluster: Value = app.post_json("/api/v1/clusters", &asked, 202).await;
@@ -223,7 +223,7 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
 #[tokio::test]
 async fn a_gate_that_times_out_rolls_the_cluster_back_and_it_fails_with_the_reason() {
     // Nothing boots: the server's k3s is never installed, and its gate has 3 s.
-    let templates = test_templates(3);
+    let templates = test_templates(3, 1);
     let app = app(dispatcher::LocalBoot::Off, Some(templates.path())).await;
     let asked = cluster_request(json!({"template": "stuck", "name": "stuck"}));
     let cluster: Value = app.post_json("/api/v1/clusters", &asked, 202).await;

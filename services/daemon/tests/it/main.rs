@@ -12,6 +12,7 @@ mod busy_gauges;
 mod catalog;
 mod cluster_limits;
 mod cluster_support;
+mod cluster_templates;
 mod clusters;
 mod console;
 mod contract;
