@@ -448,11 +448,7 @@ impl Application {
             // deployment (a lease), so any daemon serving the API may run it.
             roles.spawn(
                 "cluster-coordinator",
-                app::clusters::coordinator::run(
-                    state.app.clone(),
-                    CLUSTER_SWEEP,
-                    cancel.clone(),
-                ),
+                app::clusters::coordinator::run(state.app.clone(), CLUSTER_SWEEP, cancel.clone()),
             );
             let policies = state.app.policies.clone();
             roles.spawn("policy-reload", reload_on_sighup(policies, cancel.clone()));

@@ -31,7 +31,10 @@ pub async fn ids(pool: &PgPool, owner: Option<UserId>) -> Result<Vec<ClusterId>,
     .bind(LIST_LIMIT)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().filter_map(|(id,)| id.parse().ok()).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id,)| id.parse().ok())
+        .collect())
 }
 
 /// The clusters the coordinator may still have work for: all but those whose last event
@@ -49,7 +52,10 @@ pub async fn active(pool: &PgPool) -> Result<Vec<ClusterId>, sqlx::Error> {
     .bind(<Cluster as cqrs_es::Aggregate>::TYPE)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().filter_map(|(id,)| id.parse().ok()).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id,)| id.parse().ok())
+        .collect())
 }
 
 /// The cluster VM `vm` is a node of, from its first event (`Requested`, whose spec names

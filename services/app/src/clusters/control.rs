@@ -9,7 +9,11 @@ use crate::{App, Caller, Error};
 impl App {
     /// Destroys every node of the cluster; it ends `destroyed` once all are.
     #[tracing::instrument(skip_all, fields(cluster = %id), err)]
-    pub async fn destroy_cluster(&self, caller: &Caller, id: ClusterId) -> Result<ClusterRead, Error> {
+    pub async fn destroy_cluster(
+        &self,
+        caller: &Caller,
+        id: ClusterId,
+    ) -> Result<ClusterRead, Error> {
         self.cluster(caller, id).await?;
         self.cluster_command(caller, id, ClusterCommand::RequestDestroy)
             .await?;
@@ -33,7 +37,10 @@ impl App {
             .and_then(|r| topology.role(&r))
             .ok_or_else(|| {
                 let known: Vec<&str> = topology.roles.iter().map(|r| r.name.as_str()).collect();
-                let reason = format!("the cluster has no role {role:?} (its roles: {})", known.join(", "));
+                let reason = format!(
+                    "the cluster has no role {role:?} (its roles: {})",
+                    known.join(", ")
+                );
                 Error::invalid("role", reason)
             })?;
         if count < spec.min || count > spec.max {
@@ -44,14 +51,23 @@ impl App {
             return Err(Error::invalid("count", reason));
         }
         if count > spec.count {
-            let row = store::catalog::template(&self.pool, &read.requested.provider, &spec.template)
-                .await?
-                .ok_or_else(|| {
-                    Error::invalid("role", format!("its template {} is gone", spec.template.as_str()))
-                })?;
+            let row =
+                store::catalog::template(&self.pool, &read.requested.provider, &spec.template)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "role",
+                            format!("its template {} is gone", spec.template.as_str()),
+                        )
+                    })?;
             let hours = read.requested.nodes.duration_hours.get().into();
-            crate::policy::admit_many(self, &caller.principal, &[(&row, count - spec.count)], hours)
-                .await?;
+            crate::policy::admit_many(
+                self,
+                &caller.principal,
+                &[(&row, count - spec.count)],
+                hours,
+            )
+            .await?;
         }
         let command = ClusterCommand::Scale {
             role: spec.name.clone(),

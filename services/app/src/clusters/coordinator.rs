@@ -96,7 +96,9 @@ async fn pass(app: &App, progress: &mut Progress, sweep: Duration) -> Result<usi
         feed::save_checkpoint(pool, NAME, last.cursor).await?;
     }
     if progress.swept.is_none_or(|at| at.elapsed() >= sweep) {
-        progress.pending.extend(store::clusters::active(pool).await?);
+        progress
+            .pending
+            .extend(store::clusters::active(pool).await?);
         progress.swept = Some(Instant::now());
     }
     for id in progress.pending.clone() {
@@ -104,7 +106,9 @@ async fn pass(app: &App, progress: &mut Progress, sweep: Duration) -> Result<usi
             Ok(()) => {
                 progress.pending.remove(&id);
             }
-            Err(e) => tracing::warn!(cluster = %id, error = %e, "cluster step failed; trying again"),
+            Err(e) => {
+                tracing::warn!(cluster = %id, error = %e, "cluster step failed; trying again")
+            }
         }
     }
     Ok(events.len())

@@ -3,8 +3,8 @@
 //! stage, through the same VM use cases a user calls, so validation, policies and limits
 //! apply to each node. Reading a cluster joins its aggregate with its nodes' VMs.
 
-pub mod coordinator;
 mod control;
+pub mod coordinator;
 mod nodes;
 mod render;
 mod request;

@@ -15,7 +15,11 @@ use crate::vms::{SshKeyChoice, VmRequest};
 use crate::{App, Caller, Error};
 
 /// The name of node `index` of `role`: `<cluster>-<role>-<index>`.
-pub(super) fn node_name(cluster: &VmName, role: &RoleName, index: u32) -> Result<VmName, ValueError> {
+pub(super) fn node_name(
+    cluster: &VmName,
+    role: &RoleName,
+    index: u32,
+) -> Result<VmName, ValueError> {
     VmName::parse(&format!("{}-{role}-{index}", cluster.as_str()))
 }
 

@@ -11,7 +11,10 @@ pub type Outputs = BTreeMap<(String, u32), BTreeMap<String, String>>;
 
 /// `requests` with every reference rendered from `outputs`; the error names the param and
 /// the output missing.
-pub fn render(requests: &[TaskservRequest], outputs: &Outputs) -> Result<Vec<TaskservRequest>, String> {
+pub fn render(
+    requests: &[TaskservRequest],
+    outputs: &Outputs,
+) -> Result<Vec<TaskservRequest>, String> {
     requests
         .iter()
         .map(|request| {
@@ -61,7 +64,9 @@ fn render_text(text: &str, outputs: &Outputs) -> Result<serde_json::Value, Strin
     let mut rest = text;
     for reference in &references {
         let start = rest.find("{{").unwrap_or(rest.len());
-        let end = rest[start..].find("}}").map_or(rest.len(), |e| start + e + 2);
+        let end = rest[start..]
+            .find("}}")
+            .map_or(rest.len(), |e| start + e + 2);
         rendered.push_str(&rest[..start]);
         rendered.push_str(&value_of(reference)?);
         rest = &rest[end..];
@@ -115,8 +120,13 @@ mod tests {
 
     #[test]
     fn an_output_not_reported_is_an_error_naming_the_node_and_key() {
-        let asked = [k3s(serde_json::json!({"server_url": "{{ roles.seed[1].outputs.server_url }}"}))];
+        let asked = [k3s(
+            serde_json::json!({"server_url": "{{ roles.seed[1].outputs.server_url }}"}),
+        )];
         let error = render(&asked, &seed_outputs()).unwrap_err();
-        assert!(error.contains("seed[1]") && error.contains("server_url"), "{error}");
+        assert!(
+            error.contains("seed[1]") && error.contains("server_url"),
+            "{error}"
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use ::clusters::{ClusterTemplate, Count};
 use domain::cluster::{
-    Cluster, ClusterCommand, ClusterError, ClusterId, GateNodes, GateSpec, NodeSettings,
-    OnFailure, RoleName, RoleSpec, TemplateRef, Topology,
+    Cluster, ClusterCommand, ClusterError, ClusterId, GateNodes, GateSpec, NodeSettings, OnFailure,
+    RoleName, RoleSpec, TemplateRef, Topology,
 };
 use domain::provisioning::{DurationHours, ProviderId, TemplateId, VmName};
 use domain::taskservs::TaskservRequest;
@@ -107,7 +107,9 @@ impl App {
                 }
                 return Ok(read);
             }
-            Err(CommandError::Rejected(e)) => return Err(Error::invalid("template", e.to_string())),
+            Err(CommandError::Rejected(e)) => {
+                return Err(Error::invalid("template", e.to_string()))
+            }
             Err(e) => return Err(crate::command_not_stored(e)),
         }
         self.cluster(caller, id).await
@@ -121,7 +123,10 @@ impl App {
         input: &ClusterRequest,
     ) -> Result<(Topology, Vec<TemplateRow>), Error> {
         let provider = &input.provider;
-        if store::catalog::provider(&self.pool, provider).await?.is_none() {
+        if store::catalog::provider(&self.pool, provider)
+            .await?
+            .is_none()
+        {
             let reason = format!("{:?} does not exist", provider.as_str());
             return Err(Error::invalid("provider", reason));
         }
@@ -156,14 +161,17 @@ impl App {
                     );
                     return Err(Error::invalid(&field, reason));
                 }
-                None => self.first_enabled(provider, &role.templates).await?.ok_or_else(|| {
-                    let reason = format!(
-                        "none of {} is an enabled template of {:?}",
-                        role.templates.join(", "),
-                        provider.as_str()
-                    );
-                    Error::invalid(&field, reason)
-                })?,
+                None => self
+                    .first_enabled(provider, &role.templates)
+                    .await?
+                    .ok_or_else(|| {
+                        let reason = format!(
+                            "none of {} is an enabled template of {:?}",
+                            role.templates.join(", "),
+                            provider.as_str()
+                        );
+                        Error::invalid(&field, reason)
+                    })?,
             };
             let row = store::catalog::template(&self.pool, provider, &id)
                 .await?
@@ -207,7 +215,9 @@ impl App {
         ids: &[String],
     ) -> Result<Option<TemplateId>, Error> {
         for id in ids {
-            let Ok(id) = TemplateId::parse(id) else { continue };
+            let Ok(id) = TemplateId::parse(id) else {
+                continue;
+            };
             let row = store::catalog::template(&self.pool, provider, &id).await?;
             if row.is_some_and(|r| r.enabled) {
                 return Ok(Some(id));

@@ -154,7 +154,10 @@ async fn a_daemon_killed_during_a_rollback_completes_it_after_a_restart() {
     daemon.start_as("run").await;
 
     let failed = wait_for_cluster(&daemon, &cluster, "failed").await;
-    assert!(failed["failure"].as_str().unwrap().contains("within 3 s"), "{failed:#}");
+    assert!(
+        failed["failure"].as_str().unwrap().contains("within 3 s"),
+        "{failed:#}"
+    );
     // Every server made once, destroyed once.
     let destroyed = node_vms(&daemon, &cluster, "Destroyed").await;
     assert_eq!(destroyed.len(), 3, "{destroyed:?}");

@@ -149,6 +149,17 @@ fn routes() -> Vec<Route> {
         ),
         r("GET", "/api/v1/extensions/taskservs", AnyUser, None),
         r("GET", "/api/v1/extensions/clusters", AnyUser, None),
+        r("POST", "/api/v1/clusters", AnyUser, Some(cluster_body())),
+        r("GET", "/api/v1/clusters", AnyUser, None),
+        r("GET", "/api/v1/clusters/{id}", Vm, None),
+        r("GET", "/api/v1/clusters/{id}/stream", Vm, None),
+        r(
+            "POST",
+            "/api/v1/clusters/{id}/scale",
+            Vm,
+            Some(json!({"role": "server", "count": 1})),
+        ),
+        r("DELETE", "/api/v1/clusters/{id}", Vm, None),
         r(
             "PUT",
             "/api/v1/admin/providers/{provider}/taskservs/{name}",
@@ -208,6 +219,18 @@ fn routes() -> Vec<Route> {
     ]
 }
 
+/// A request for a cluster of one node.
+fn cluster_body() -> Value {
+    json!({
+        "name": "one",
+        "template": "k3s-single",
+        "provider": "local",
+        "ssh_public_key": SSH_KEY,
+        "allow_ssh_from": ["192.0.2.0/24"],
+        "duration_hours": 4,
+    })
+}
+
 /// A route's body, with `{id}` standing for the VM's id (routes that name it in the body).
 fn body_of(route: &Route, owned: &Owned) -> Option<Value> {
     let text = route.body.as_ref()?.to_string().replace("{id}", &owned.vm);
@@ -217,6 +240,7 @@ fn body_of(route: &Route, owned: &Owned) -> Option<Value> {
 /// What each caller owns, to fill in a route's path.
 struct Owned {
     vm: String,
+    cluster: String,
     ssh_key: String,
     token: String,
 }
@@ -225,6 +249,7 @@ fn path_of(route: &Route, owned: &Owned) -> String {
     let id = match route.path {
         p if p.starts_with("/api/v1/ssh-keys/") => owned.ssh_key.as_str(),
         p if p.starts_with("/api/v1/tokens/") => owned.token.as_str(),
+        p if p.starts_with("/api/v1/clusters/") => owned.cluster.as_str(),
         p if p.starts_with("/api/v1/admin/") => "00000000-0000-0000-0000-0000000000aa",
         _ => owned.vm.as_str(),
     };
@@ -258,8 +283,12 @@ async fn owned_by(caller: &Caller, name: &str) -> Owned {
     let token: Value = caller
         .json("POST", "/api/v1/tokens", Some(&json!({"name": name})), 201)
         .await;
+    let cluster: Value = caller
+        .json("POST", "/api/v1/clusters", Some(&cluster_body()), 202)
+        .await;
     Owned {
         vm: vm["id"].as_str().unwrap().to_owned(),
+        cluster: cluster["id"].as_str().unwrap().to_owned(),
         ssh_key: key["key"]["id"].as_str().unwrap().to_owned(),
         token: token["id"].as_str().unwrap().to_owned(),
     }
@@ -351,6 +380,7 @@ async fn every_route_answers_its_owner_others_admins_and_strangers_as_its_rule_s
         // An admin acts on the owner's VM, but on their own keys and tokens.
         let owned = Owned {
             vm: mine.vm.clone(),
+            cluster: mine.cluster.clone(),
             ssh_key: admins.ssh_key.clone(),
             token: admins.token.clone(),
         };

@@ -24,15 +24,18 @@ async fn a_cluster_beyond_the_callers_limits_is_refused_whole_before_any_node_ex
     assert!(clusters.is_empty());
     let vms: Value = ada.json("GET", "/api/v1/vms", None, 200).await;
     assert_eq!(vms["items"], json!([]));
-    let recorded: i64 = store::sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type <> 'Catalog'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let recorded: i64 =
+        store::sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type <> 'Catalog'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(recorded, 0);
 
     // Two agents fit (5 VMs, 10 vCPUs): admitted.
     let asked = cluster_request(json!({"roles": {"agent": {"count": 2}}}));
-    let cluster: Value = ada.json("POST", "/api/v1/clusters", Some(&asked), 202).await;
+    let cluster: Value = ada
+        .json("POST", "/api/v1/clusters", Some(&asked), 202)
+        .await;
     assert_eq!(cluster["owner"].as_str().unwrap(), ada.id);
 
     // Another user neither sees it nor may destroy it.
@@ -50,13 +53,37 @@ async fn a_cluster_beyond_the_callers_limits_is_refused_whole_before_any_node_ex
 async fn a_bad_cluster_request_is_refused_naming_its_field_and_records_nothing() {
     let app = spawn_app().await;
     let cases = [
-        (json!({"template": "nope"}), "template", "not a cluster template"),
-        (json!({"roles": {"agent": {"count": 11}}}), "roles", "outside its range 0 to 10"),
-        (json!({"roles": {"server": {"count": 3}}}), "roles", "fixed at 2"),
-        (json!({"roles": {"bastion": {}}}), "roles", "no role \"bastion\""),
-        (json!({"roles": {"seed": {"template": "small"}}}), "roles.seed.template", "not one of the role's templates"),
+        (
+            json!({"template": "nope"}),
+            "template",
+            "not a cluster template",
+        ),
+        (
+            json!({"roles": {"agent": {"count": 11}}}),
+            "roles",
+            "outside its range 0 to 10",
+        ),
+        (
+            json!({"roles": {"server": {"count": 3}}}),
+            "roles",
+            "fixed at 2",
+        ),
+        (
+            json!({"roles": {"bastion": {}}}),
+            "roles",
+            "no role \"bastion\"",
+        ),
+        (
+            json!({"roles": {"seed": {"template": "small"}}}),
+            "roles.seed.template",
+            "not one of the role's templates",
+        ),
         (json!({"provider": "nowhere"}), "provider", "does not exist"),
-        (json!({"allow_ssh_from": ["0.0.0.0/0"]}), "allow_ssh_from", ""),
+        (
+            json!({"allow_ssh_from": ["0.0.0.0/0"]}),
+            "allow_ssh_from",
+            "",
+        ),
         (json!({"name": "n".repeat(56)}), "name", "too long"),
     ];
     for (fields, field, reason) in cases {
@@ -69,12 +96,16 @@ async fn a_bad_cluster_request_is_refused_naming_its_field_and_records_nothing()
         assert_eq!(response.status(), 422, "{fields}");
         let body: Value = response.json().await.unwrap();
         let detail = body["detail"].as_str().unwrap();
-        assert!(detail.starts_with(&format!("{field}:")), "{fields}: {detail}");
+        assert!(
+            detail.starts_with(&format!("{field}:")),
+            "{fields}: {detail}"
+        );
         assert!(detail.contains(reason), "{fields}: {detail}");
     }
-    let recorded: i64 = store::sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type = 'Cluster'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let recorded: i64 =
+        store::sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type = 'Cluster'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(recorded, 0);
 }

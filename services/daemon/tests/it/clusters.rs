@@ -64,7 +64,8 @@ fn nodes_of<'a>(cluster: &'a Value, role: &str) -> Vec<&'a Value> {
 }
 
 #[tokio::test]
-async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_with_the_seeds_url() {
+async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_with_the_seeds_url()
+{
     let app = app(simulate(), None).await;
     let asked = cluster_request(json!({"roles": {"agent": {"count": 2}}}));
     let cluster: Value = app.post_json("/api/v1/clusters", &asked, 202).await;
@@ -96,7 +97,13 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
         .into_iter()
         .map(|(kind, data, _)| match kind.as_str() {
             "NodeRequested" | "GatePassed" => {
-                format!("{kind} {}", data["role"].as_str().or(data["gate"]["role"].as_str()).unwrap())
+                format!(
+                    "{kind} {}",
+                    data["role"]
+                        .as_str()
+                        .or(data["gate"]["role"].as_str())
+                        .unwrap()
+                )
             }
             _ => kind,
         })
@@ -119,7 +126,10 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
 
     // The seed's URL, as it reported it, is what every other node was asked to join; no
     // VM of a later stage was requested before the gate's taskserv was installed.
-    let seed = nodes_of(&ready, "seed")[0]["vm_id"].as_str().unwrap().to_owned();
+    let seed = nodes_of(&ready, "seed")[0]["vm_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let url = ready["outputs"]["seed[0].server_url"]
         .as_str()
         .expect("the seed reported its URL")
@@ -129,16 +139,25 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
     for role in ["server", "agent"] {
         for node in nodes_of(&ready, role) {
             let (data, at) = requested(&app, node["vm_id"].as_str().unwrap()).await;
-            assert!(at > seed_installed, "{role} requested before the seed was up");
+            assert!(
+                at > seed_installed,
+                "{role} requested before the seed was up"
+            );
             let k3s = &data["spec"]["taskservs"][0];
             assert_eq!(k3s["name"], "k3s");
             assert_eq!(k3s["params"]["server_url"], url.as_str());
-            assert_eq!(k3s["params"]["role"], if role == "agent" { "agent" } else { "server" });
+            assert_eq!(
+                k3s["params"]["role"],
+                if role == "agent" { "agent" } else { "server" }
+            );
             assert_eq!(data["spec"]["cluster"]["id"], id.as_str());
         }
     }
     let (seed_request, _) = requested(&app, &seed).await;
-    assert_eq!(seed_request["spec"]["taskservs"][0]["params"]["cluster_init"], true);
+    assert_eq!(
+        seed_request["spec"]["taskservs"][0]["params"]["cluster_init"],
+        true
+    );
 
     // The cluster's stream replays its events from the first, as the store has them, and
     // resumes after the sequence a client last got.
@@ -146,11 +165,13 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
         app.get(&format!("/api/v1/clusters/{id}/stream?since={since}"))
             .send()
     };
-    let all = crate::sse::read_until(stream("").await.unwrap(), |e| e.event == "ClusterReady").await;
+    let all =
+        crate::sse::read_until(stream("").await.unwrap(), |e| e.event == "ClusterReady").await;
     let streamed: Vec<&str> = all.iter().map(|e| e.event.as_str()).collect();
     assert_eq!(streamed.len(), kinds.len());
     assert_eq!(streamed[0], "ClusterRequested");
-    let rest = crate::sse::read_until(stream("6").await.unwrap(), |e| e.event == "ClusterReady").await;
+    let rest =
+        crate::sse::read_until(stream("6").await.unwrap(), |e| e.event == "ClusterReady").await;
     assert_eq!(rest[0].number(), 7);
     assert_eq!(rest.len(), kinds.len() - 6);
 }
@@ -175,17 +196,27 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
             workers.len() == 3 && workers.iter().all(|n| n["status"] == "running")
         })
         .await;
-    let third = nodes_of(&grown, "worker")[2]["vm_id"].as_str().unwrap().to_owned();
-    let second = nodes_of(&grown, "worker")[1]["vm_id"].as_str().unwrap().to_owned();
+    let third = nodes_of(&grown, "worker")[2]["vm_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = nodes_of(&grown, "worker")[1]["vm_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Down to one: the last two workers are destroyed.
     let _: Value = app
         .post_json(&format!("/api/v1/clusters/{id}/scale"), &scale(1), 202)
         .await;
-    app.wait_for_status_within(&third, "destroyed", WITHIN).await;
-    app.wait_for_status_within(&second, "destroyed", WITHIN).await;
+    app.wait_for_status_within(&third, "destroyed", WITHIN)
+        .await;
+    app.wait_for_status_within(&second, "destroyed", WITHIN)
+        .await;
     let shrunk = app
-        .wait_for_cluster_that(&id, "had one worker", WITHIN, |c| nodes_of(c, "worker").len() == 1)
+        .wait_for_cluster_that(&id, "had one worker", WITHIN, |c| {
+            nodes_of(c, "worker").len() == 1
+        })
         .await;
     assert_eq!(shrunk["status"], "ready");
 
@@ -198,7 +229,11 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 422);
-    assert!(refused.text().await.unwrap().contains("outside role worker's range 1 to 3"));
+    assert!(refused
+        .text()
+        .await
+        .unwrap()
+        .contains("outside role worker's range 1 to 3"));
     let refused = app
         .post(&format!("/api/v1/clusters/{id}/scale"))
         .json(&json!({"role": "server", "count": 2}))
@@ -243,7 +278,13 @@ async fn a_gate_that_times_out_rolls_the_cluster_back_and_it_fails_with_the_reas
         .collect();
     assert_eq!(
         kinds,
-        ["ClusterRequested", "NodeRequested", "GateFailed", "RollbackStarted", "ClusterFailed"]
+        [
+            "ClusterRequested",
+            "NodeRequested",
+            "GateFailed",
+            "RollbackStarted",
+            "ClusterFailed"
+        ]
     );
     let server: String = store::sqlx::query_scalar(
         "SELECT payload::jsonb->'data'->>'vm' FROM events
@@ -253,7 +294,8 @@ async fn a_gate_that_times_out_rolls_the_cluster_back_and_it_fails_with_the_reas
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    app.wait_for_status_within(&server, "destroyed", WITHIN).await;
+    app.wait_for_status_within(&server, "destroyed", WITHIN)
+        .await;
     let vms: Value = app.get_json("/api/v1/vms").await;
     let ids: Vec<&str> = vms["items"]
         .as_array()

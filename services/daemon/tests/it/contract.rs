@@ -188,8 +188,12 @@ async fn every_message_of_a_create_a_failure_and_a_destroy_is_as_subjects_md_doc
         .await;
     app.wait_for_status(&ok, "provisioned").await;
     app.wait_for_status(&broken, "failed").await;
-    app.wait_for_cluster(cluster["id"].as_str().unwrap(), "creating", Duration::from_secs(60))
-        .await;
+    app.wait_for_cluster(
+        cluster["id"].as_str().unwrap(),
+        "creating",
+        Duration::from_secs(60),
+    )
+    .await;
     let _: Vm = app.delete_json(&format!("/api/v1/vms/{ok}"), 202).await;
     app.wait_for_status(&ok, "destroyed").await;
 

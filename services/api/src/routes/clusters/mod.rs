@@ -64,7 +64,11 @@ pub async fn create_cluster(
 fn parse(input: CreateClusterIn) -> Result<ClusterRequest, ApiError> {
     let mut roles = BTreeMap::new();
     for (name, role) in input.roles {
-        let template = role.template.as_deref().map(TemplateId::parse).transpose()?;
+        let template = role
+            .template
+            .as_deref()
+            .map(TemplateId::parse)
+            .transpose()?;
         roles.insert(
             name,
             RoleChoice {

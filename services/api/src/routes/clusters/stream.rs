@@ -86,8 +86,7 @@ async fn forward(
     let aggregate = id.to_string();
     let kind = AggregateKind::Cluster.type_name();
     loop {
-        let page = store::audit_events(&state.app.pool, kind, &aggregate, after, PAGE)
-            .await?;
+        let page = store::audit_events(&state.app.pool, kind, &aggregate, after, PAGE).await?;
         let full = page.len() as i64 == PAGE;
         for event in page {
             after = event.sequence;
