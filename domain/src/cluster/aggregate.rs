@@ -42,7 +42,7 @@ pub struct Requested {
     pub id: ClusterId,
     pub template: TemplateRef,
     pub topology: Topology,
-    pub nodes: NodeSettings,
+    pub nodes: Box<NodeSettings>,
     pub provider: ProviderId,
     pub owner: UserId,
     #[serde(with = "time::serde::rfc3339")]

@@ -16,7 +16,7 @@ pub enum ClusterCommand {
         id: ClusterId,
         template: TemplateRef,
         topology: Topology,
-        nodes: NodeSettings,
+        nodes: Box<NodeSettings>,
         provider: ProviderId,
         owner: UserId,
         at: OffsetDateTime,

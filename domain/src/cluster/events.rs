@@ -23,7 +23,7 @@ pub enum ClusterEvent {
         id: ClusterId,
         template: TemplateRef,
         topology: Topology,
-        nodes: NodeSettings,
+        nodes: Box<NodeSettings>,
         provider: ProviderId,
         owner: UserId,
         #[serde(with = "time::serde::rfc3339")]

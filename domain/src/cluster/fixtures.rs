@@ -82,7 +82,7 @@ pub fn request(on_failure: OnFailure) -> ClusterCommand {
             version: "sha256:0123".into(),
         },
         topology: topology(on_failure),
-        nodes: nodes(),
+        nodes: Box::new(nodes()),
         provider: ProviderId::parse("local").unwrap(),
         owner: UserId::BUILTIN_ADMIN,
         at: T0,

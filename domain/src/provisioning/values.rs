@@ -373,7 +373,7 @@ pub struct VmSpec {
     pub taskservs: Vec<crate::taskservs::PlannedTaskserv>,
     /// The cluster this VM is a node of, and its place there; `None` for a VM of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<crate::cluster::ClusterMember>,
+    pub cluster: Option<Box<crate::cluster::ClusterMember>>,
 }
 
 fn default_username() -> String {

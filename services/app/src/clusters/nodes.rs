@@ -116,11 +116,11 @@ impl App {
             allow_ssh_from: nodes.allow_ssh_from.iter().map(|c| c.to_string()).collect(),
             duration: nodes.duration_hours,
             taskservs,
-            cluster: Some(ClusterMember {
+            cluster: Some(Box::new(ClusterMember {
                 id: loaded.id,
                 role: role.clone(),
                 index,
-            }),
+            })),
         };
         match self.request_vm(caller, input, None).await {
             Ok(_) => Ok(()),

@@ -88,7 +88,7 @@ impl App {
                 version: version_of(template),
             },
             topology,
-            nodes,
+            nodes: Box::new(nodes),
             provider: input.provider.clone(),
             owner: caller.principal.user,
             at: OffsetDateTime::now_utc(),

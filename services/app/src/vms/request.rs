@@ -30,7 +30,7 @@ pub struct VmRequest {
     /// Taskservs to install at boot, with their params; resolved into the VM's plan.
     pub taskservs: Vec<domain::taskservs::TaskservRequest>,
     /// The cluster whose node this VM is; set by the cluster coordinator only.
-    pub cluster: Option<domain::cluster::ClusterMember>,
+    pub cluster: Option<Box<domain::cluster::ClusterMember>>,
 }
 
 /// The VM's SSH key: given whole, or one the caller registered.
