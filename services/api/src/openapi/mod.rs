@@ -12,7 +12,7 @@ use headers::Headers;
 use links::Links;
 
 use crate::routes::{
-    admin, auth, callbacks, health, me, providers, ssh_keys, taskservs, tokens, vms,
+    admin, auth, callbacks, cli, health, me, providers, ssh_keys, taskservs, tokens, vms,
 };
 use crate::AppState;
 
@@ -39,6 +39,7 @@ use crate::AppState;
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,
+        cli::get_cli_config,
         admin::list_users, admin::update_user, admin::list_user_tokens, admin::revoke_user_token,
         admin::reload_policies,
         admin::list_policy_denials,
