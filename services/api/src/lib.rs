@@ -88,6 +88,8 @@ pub fn app(state: AppState) -> Router {
         )
         // Sign-in and the session's status work before there is a session.
         .merge(routes::auth::router())
+        // The command line asks how to sign in before it can.
+        .merge(routes::cli::router())
         .nest("/api/v1", api)
         // NAIC's frontend's API, under `/api` beside `/api/v1`.
         .merge(naic::router(state.clone()))

@@ -60,6 +60,32 @@ impl Api {
         json(self.send(Method::POST, request).await?).await
     }
 
+    /// A POST without a body: the verbs of a resource (`.../retry`, `.../cancel`).
+    pub async fn post_empty(&self, path: &str) -> Result<Value, CliError> {
+        let request = self.http.post(self.url(path));
+        json(self.send(Method::POST, request).await?).await
+    }
+
+    pub async fn patch(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        let request = self.http.patch(self.url(path)).json(body);
+        json(self.send(Method::PATCH, request).await?).await
+    }
+
+    /// A GET whose answer is read as it comes (an export): no time limit but one on
+    /// silence.
+    pub async fn get_streamed(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Response, CliError> {
+        let request = self
+            .streams
+            .get(self.url(path))
+            .header("accept", "application/x-ndjson")
+            .query(query);
+        self.send(Method::GET, request).await
+    }
+
     pub async fn delete(&self, path: &str) -> Result<Value, CliError> {
         let request = self.http.delete(self.url(path));
         json(self.send(Method::DELETE, request).await?).await
@@ -72,14 +98,28 @@ impl Api {
         path: &str,
         last_event_id: Option<u64>,
     ) -> Result<Response, CliError> {
+        let since = match last_event_id {
+            Some(_) => vec![],
+            None => vec![("since", "0".to_owned())],
+        };
+        self.stream_with(path, &since, last_event_id).await
+    }
+
+    /// Opens a Server-Sent Events stream with `query`, resumed after `last_event_id`.
+    pub async fn stream_with(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        last_event_id: Option<u64>,
+    ) -> Result<Response, CliError> {
         let mut request = self
             .streams
             .get(self.url(path))
-            .header("accept", "text/event-stream");
-        request = match last_event_id {
-            Some(id) => request.header("last-event-id", id.to_string()),
-            None => request.query(&[("since", "0")]),
-        };
+            .header("accept", "text/event-stream")
+            .query(query);
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
         self.send(Method::GET, request).await
     }
 
@@ -127,11 +167,10 @@ impl Api {
     }
 
     fn client_for(&self, request: &reqwest::Request) -> &reqwest::Client {
-        let accepts_events = request
-            .headers()
-            .get("accept")
-            .is_some_and(|v| v.as_bytes() == b"text/event-stream");
-        if accepts_events {
+        let streamed = request.headers().get("accept").is_some_and(|v| {
+            v.as_bytes() == b"text/event-stream" || v.as_bytes() == b"application/x-ndjson"
+        });
+        if streamed {
             &self.streams
         } else {
             &self.http
@@ -171,7 +210,7 @@ pub fn error_of(status: u16, body: &[u8]) -> CliError {
     };
     if status == 401 {
         return CliError::NotSignedIn(format!(
-            "not signed in: {detail} (sign in with `provisioning login --token`)"
+            "not signed in: {detail} (sign in with `provisioning login`)"
         ));
     }
     CliError::Api {

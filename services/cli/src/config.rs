@@ -1,4 +1,5 @@
-//! The credentials file: `{url, token}` per profile, in
+//! The credentials file: `{url, token}` per profile (and a browser sign-in's refresh
+//! token), in
 //! `$XDG_CONFIG_HOME/provisioning/credentials.toml` (`~/.config/...` without it). It holds
 //! tokens, so it is created readable by its owner only (0600, in a 0700 directory): written
 //! to a new file made with that mode and renamed over the old one, never chmod'ed after, so
@@ -24,7 +25,11 @@ pub struct Credentials {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     pub url: String,
+    /// A personal API token, or the access token of a browser sign-in.
     pub token: String,
+    /// A browser sign-in's refresh token and when its access token ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_in: Option<crate::signin::Tokens>,
 }
 
 /// The platform and the token a command uses.
@@ -97,7 +102,7 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Writes a new file that only its owner may read, from its creation on.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -122,7 +127,7 @@ pub fn resolve(
         (None, Some(stored)) => stored.token.clone(),
         (None, None) => {
             return Err(CliError::NotSignedIn(format!(
-                "not signed in (profile {profile}): run `provisioning login URL --token`, \
+                "not signed in (profile {profile}): run `provisioning login URL`, \
                  or set PROVISIONING_TOKEN"
             )))
         }
@@ -150,6 +155,7 @@ mod tests {
             Profile {
                 url: "http://platform".into(),
                 token: "pat_stored".into(),
+                sign_in: None,
             },
         );
         credentials
@@ -178,5 +184,24 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(load(&path).unwrap().profiles["default"].token, "pat_stored");
+    }
+
+    #[test]
+    fn a_browser_sign_in_keeps_its_refresh_token_beside_the_access_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.toml");
+        let mut credentials = stored();
+        credentials.profiles.get_mut("default").unwrap().sign_in = Some(crate::signin::Tokens {
+            refresh_token: Some("rt".into()),
+            expires_at: Some(42),
+            token_endpoint: "http://sso/token".into(),
+            client_id: "cli".into(),
+            audience: "http://platform/api".into(),
+        });
+        save(&path, &credentials).unwrap();
+        let back = load(&path).unwrap().profiles.remove("default").unwrap();
+        let tokens = back.sign_in.unwrap();
+        assert_eq!(tokens.refresh_token.as_deref(), Some("rt"));
+        assert_eq!(tokens.expires_at, Some(42));
     }
 }

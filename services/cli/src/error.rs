@@ -25,6 +25,9 @@ pub enum CliError {
     /// A mistake in the arguments that clap cannot see (a taskserv's param, a key file).
     #[error("{0}")]
     Usage(String),
+    /// Ctrl-C stopped a wait (the message how to follow again is printed already).
+    #[error("interrupted")]
+    Interrupted,
     /// Anything else this side failed at (the credentials file, an unexpected answer).
     #[error("{0}")]
     Local(String),
@@ -36,6 +39,8 @@ impl CliError {
             CliError::Api { .. } | CliError::Network { .. } | CliError::Local(_) => 1,
             CliError::Usage(_) => 2,
             CliError::JobFailed(_) => 3,
+            // As shells report a command ended by SIGINT.
+            CliError::Interrupted => 130,
             CliError::NotSignedIn(_) => 4,
         }
     }

@@ -1,5 +1,6 @@
 //! `provisioning`: the platform's command line. It speaks to the REST API only (no
-//! database, no NATS), with a personal API token kept per profile.
+//! database, no NATS), with a personal API token or a browser sign-in's tokens kept per
+//! profile.
 
 pub mod args;
 pub mod client;
@@ -9,6 +10,8 @@ pub mod error;
 mod follow;
 mod names;
 pub mod output;
+mod progress;
+mod signin;
 mod sse;
 mod wire;
 

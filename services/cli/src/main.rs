@@ -20,7 +20,9 @@ fn main() -> ExitCode {
     match runtime.block_on(provisioning::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("{}", error.line(verbose));
+            if !matches!(error, provisioning::error::CliError::Interrupted) {
+                eprintln!("{}", error.line(verbose));
+            }
             error.exit()
         }
     }

@@ -77,6 +77,9 @@ pub struct Template {
     pub gpu: Option<String>,
     pub image_name: String,
     pub description: String,
+    /// The login user; platforms before it was told leave it out.
+    #[serde(default)]
+    pub username: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -243,6 +243,7 @@ impl Application {
                     scopes: oidc.scopes,
                     audience: oidc.audience,
                     groups_claim: oidc.groups_claim,
+                    cli_client_id: oidc.cli_client_id,
                     public_url: public_url.clone(),
                 })
                 .await?,

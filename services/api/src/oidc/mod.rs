@@ -50,6 +50,8 @@ pub struct OidcSettings {
     pub scopes: Vec<String>,
     pub audience: Option<String>,
     pub groups_claim: String,
+    /// The command line's public client, when it signs in with the provider.
+    pub cli_client_id: Option<String>,
     /// Where browsers reach the API, e.g. `https://vms.example.org`.
     pub public_url: String,
 }
@@ -76,6 +78,14 @@ pub struct Oidc {
     /// Whether the cookie is `Secure` (all but plain http on loopback).
     pub(crate) secure_cookie: bool,
     pub(crate) jwt: Option<jwt::Verifier>,
+    /// The command line's public client and the audience its tokens are for.
+    pub(crate) cli: Option<CliClient>,
+}
+
+/// What the command line signs in with: told by `GET /api/v1/cli/config`.
+pub(crate) struct CliClient {
+    pub client_id: String,
+    pub audience: String,
 }
 
 /// Whether `url` is plain http on loopback: the one place a cookie may go without `Secure`
@@ -128,6 +138,13 @@ impl Oidc {
             )),
         )
         .set_redirect_uri(redirect);
+        let cli = match (settings.cli_client_id, &settings.audience) {
+            (Some(client_id), Some(audience)) => Some(CliClient {
+                client_id,
+                audience: audience.clone(),
+            }),
+            _ => None,
+        };
         let jwt = settings.audience.map(|audience| {
             jwt::Verifier::new(http.clone(), jwks_uri, settings.issuer.clone(), audience)
         });
@@ -142,6 +159,7 @@ impl Oidc {
             public_url,
             secure_cookie: !loopback_http,
             jwt,
+            cli,
         })
     }
 }

@@ -12,7 +12,8 @@ use headers::Headers;
 use links::Links;
 
 use crate::routes::{
-    admin, auth, callbacks, clusters, health, me, providers, ssh_keys, taskservs, tokens, vms,
+    admin, auth, callbacks, cli, clusters, health, me, providers, ssh_keys, taskservs, tokens,
+    vms,
 };
 use crate::AppState;
 
@@ -41,6 +42,7 @@ use crate::AppState;
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,
+        cli::get_cli_config,
         admin::list_users, admin::update_user, admin::list_user_tokens, admin::revoke_user_token,
         admin::reload_policies,
         admin::list_policy_denials,

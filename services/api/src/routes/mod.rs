@@ -1,6 +1,7 @@
 pub mod admin;
 pub mod auth;
 pub mod callbacks;
+pub mod cli;
 pub mod clusters;
 pub mod events;
 pub mod health;

@@ -50,6 +50,8 @@ pub struct TemplateOut {
     pub storage_gb: i32,
     pub gpu: Option<String>,
     pub tags: Vec<String>,
+    /// The login user the VM's SSH key is given to, e.g. `ubuntu`.
+    pub username: String,
 }
 
 /// The providers of the catalog that the provider registry knows.
@@ -122,6 +124,7 @@ pub async fn list_templates(
                 storage_gb: t.storage_gb,
                 gpu: t.gpu,
                 tags: t.tags,
+                username: t.username,
             })
             .collect(),
     ))

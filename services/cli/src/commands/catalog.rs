@@ -1,5 +1,5 @@
 //! What the platform offers and who the caller is: `providers list`, `templates list`,
-//! `taskserv list`, `me`.
+//! `taskserv list`, `me`, `providers validate`.
 
 use serde_json::Value;
 
@@ -152,5 +152,107 @@ pub async fn taskservs(api: &Api, format: Format) -> Result<(), CliError> {
             ]);
         }
         Ok(table.render(style))
+    })
+}
+
+/// The checks a provider passes to take requests, as far as the API shows them: enabled in
+/// the registry and the catalog, its credentials present, templates offered. Exit 1 when
+/// one fails. (The registry's own check of its Terraform folders against the catalog runs
+/// where the daemon runs: `provisioningd providers validate`.)
+pub async fn validate(api: &Api, format: Format, only: Option<&str>) -> Result<(), CliError> {
+    let providers: Vec<Provider> =
+        read(&api.get("/api/v1/providers", &[]).await?, "provider list")?;
+    let selected: Vec<Provider> = providers
+        .into_iter()
+        .filter(|p| only.is_none_or(|id| p.id == id))
+        .collect();
+    if let (Some(id), true) = (only, selected.is_empty()) {
+        return Err(CliError::Api {
+            status: 404,
+            code: "not_found".into(),
+            detail: format!("no provider {id}"),
+        });
+    }
+    let mut results = vec![];
+    for p in &selected {
+        let templates = match api
+            .get(&format!("/api/v1/providers/{}/templates", p.id), &[])
+            .await?
+        {
+            Value::Array(items) => items.len(),
+            _ => 0,
+        };
+        let mut problems = vec![];
+        if !p.enabled {
+            problems.push("disabled".to_owned());
+        }
+        if !p.credentials_present {
+            problems.push("credentials missing".to_owned());
+        }
+        if p.available && templates == 0 {
+            problems.push("no template offered".to_owned());
+        }
+        results.push(serde_json::json!({
+            "provider": p.id,
+            "enabled": p.enabled,
+            "credentials_present": p.credentials_present,
+            "templates": templates,
+            "ok": problems.is_empty(),
+            "problems": problems,
+        }));
+    }
+    let value = Value::Array(results);
+    output::print(format, &value, |style| {
+        let mut table = Table::new(vec![
+            "PROVIDER",
+            "ENABLED",
+            "CREDENTIALS",
+            "TEMPLATES",
+            "CHECK",
+        ]);
+        for r in value.as_array().into_iter().flatten() {
+            let ok = r["ok"].as_bool().unwrap_or(false);
+            let check = if ok {
+                "ok".to_owned()
+            } else {
+                r["problems"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let yes_no = |v: &Value| {
+                if v.as_bool() == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            };
+            table.row(vec![
+                r["provider"].as_str().unwrap_or("-").into(),
+                yes_no(&r["enabled"]).into(),
+                yes_no(&r["credentials_present"]).into(),
+                r["templates"].to_string().into(),
+                Cell::coloured(check, Some(if ok { Colour::Green } else { Colour::Red })),
+            ]);
+        }
+        Ok(table.render(style))
+    })?;
+    let failed: Vec<&str> = value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["ok"] != Value::Bool(true))
+        .filter_map(|r| r["provider"].as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Api {
+        status: 200,
+        code: "provider_not_ready".into(),
+        detail: format!("not ready to take requests: {}", failed.join(", ")),
     })
 }

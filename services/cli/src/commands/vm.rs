@@ -11,6 +11,7 @@ use crate::error::CliError;
 use crate::follow::{follow, Goal, Step, Verdict, Watch};
 use crate::names;
 use crate::output::{self, fields, short_id, Cell, Colour, Style, Table};
+use crate::progress::Progress;
 use crate::wire::{read, Taskserv, Vm, VmId};
 
 pub async fn create(api: &Api, format: Format, args: CreateArgs) -> Result<(), CliError> {
@@ -92,7 +93,7 @@ pub async fn destroy(api: &Api, format: Format, arg: &str, wait_: bool) -> Resul
 }
 
 /// One VM, every field a person needs, the id whole.
-fn details(vm: &Vm) -> String {
+pub(super) fn details(vm: &Vm) -> String {
     let job = vm.job.as_ref().map_or("-".to_owned(), |job| {
         format!("{} {} ({})", job.action, job.id, job.state)
     });
@@ -118,7 +119,7 @@ fn details(vm: &Vm) -> String {
 
 /// Follows `vm`'s stream until its `action` job ends, printing the status changes on
 /// stderr, then prints the VM as it is; exit 3 if the job failed.
-async fn wait(
+pub(super) async fn wait(
     api: &Api,
     format: Format,
     vm: &Vm,
@@ -144,10 +145,15 @@ async fn wait(
     );
     let mut watch = Watch::new(job, goal);
     let mut failure = None;
+    let mut progress = Progress::start(&format!("waiting for the {action} job {job}"));
     let followed = follow(api, &vm.id, |event| {
         let (line, verdict) = watch.see(event);
         if let Some(line) = line {
-            eprintln!("  {line}");
+            progress.say(&format!("  {line}"));
+            progress.status(&line);
+        }
+        if event.kind == "LogLine" && event.job_id() == Some(job) {
+            progress.detail(event.text("message").unwrap_or_default());
         }
         match verdict {
             Verdict::Going => Step::Continue,
@@ -158,16 +164,21 @@ async fn wait(
             }
         }
     });
-    tokio::select! {
-        result = followed => result?,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!(
-                "Stopped waiting; the {action} goes on. Follow it again with \
-                 `provisioning vm logs {} -f`",
-                vm.id
-            );
-            return Err(CliError::Local("interrupted".into()));
+    let interrupted = tokio::select! {
+        result = followed => {
+            result?;
+            false
         }
+        _ = tokio::signal::ctrl_c() => true,
+    };
+    progress.finish();
+    if interrupted {
+        eprintln!(
+            "Stopped waiting; the {action} goes on (nothing was cancelled). Follow it again \
+             with `provisioning vm logs {} -f`, or see it with `provisioning vm show {}`",
+            vm.id, vm.id
+        );
+        return Err(CliError::Interrupted);
     }
     let settled: &[&str] = match (&failure, goal) {
         (Some(_), _) => &["failed"],

@@ -21,6 +21,11 @@ pub struct Daemon {
 
 impl Daemon {
     pub async fn start() -> Daemon {
+        Daemon::start_with(|_| {}).await
+    }
+
+    /// A daemon whose configuration `configure` changes last (sign-in, say).
+    pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Daemon {
         let template = template().await;
         let id = uuid::Uuid::new_v4().simple().to_string();
         let db_name = format!("provtest_{id}");
@@ -51,6 +56,7 @@ impl Daemon {
             delay: Duration::from_secs(1),
         };
         config.oidc = None;
+        configure(&mut config);
         let admin_token = format!("token-{db_name}");
 
         let (started_tx, started) = tokio::sync::oneshot::channel();

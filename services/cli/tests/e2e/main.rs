@@ -1,10 +1,15 @@
 //! End to end: the built `provisioning` binary against the real daemon (Postgres, NATS
 //! JetStream and Terraform on the `local` provider), one daemon per test.
 
+mod account;
+mod admin;
 mod daemon;
 mod life;
+mod provider;
 mod proxy;
 mod refusals;
+mod sign_in;
+mod verbs;
 
 use std::process::Stdio;
 

@@ -21,6 +21,10 @@ pub struct OidcConfig {
     pub audience: Option<String>,
     /// `PROVISIONING_OIDC_GROUPS_CLAIM`: the claim with the user's groups (`groups`).
     pub groups_claim: String,
+    /// `PROVISIONING_OIDC_CLI_CLIENT_ID`: the public client (no secret) the command line
+    /// signs in with, told to it by `GET /api/v1/cli/config`; unset, the command line signs
+    /// in with personal API tokens only. Needs the audience: what it gets is a bearer JWT.
+    pub cli_client_id: Option<String>,
 }
 
 /// The OpenID Connect settings: `None` when `PROVISIONING_OIDC_ISSUER` is unset, and then
@@ -31,6 +35,7 @@ pub fn oidc(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<OidcConfig>, 
             "PROVISIONING_OIDC_CLIENT_ID",
             "PROVISIONING_OIDC_CLIENT_SECRET",
             "PROVISIONING_OIDC_AUDIENCE",
+            "PROVISIONING_OIDC_CLI_CLIENT_ID",
         ] {
             if var(name).is_some() {
                 return Err(ConfigError {
@@ -80,13 +85,23 @@ pub fn oidc(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<OidcConfig>, 
     if !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".into());
     }
+    let audience = var("PROVISIONING_OIDC_AUDIENCE");
+    let cli_client_id = var("PROVISIONING_OIDC_CLI_CLIENT_ID");
+    if cli_client_id.is_some() && audience.is_none() {
+        return Err(ConfigError {
+            name: "PROVISIONING_OIDC_CLI_CLIENT_ID",
+            reason: "needs PROVISIONING_OIDC_AUDIENCE: the command line's tokens are bearer JWTs"
+                .into(),
+        });
+    }
     Ok(Some(OidcConfig {
         issuer: issuer.trim_end_matches('/').to_owned(),
         client_id: required("PROVISIONING_OIDC_CLIENT_ID")?,
         client_secret: required("PROVISIONING_OIDC_CLIENT_SECRET")?.into(),
         scopes,
-        audience: var("PROVISIONING_OIDC_AUDIENCE"),
+        audience,
         groups_claim: var("PROVISIONING_OIDC_GROUPS_CLAIM").unwrap_or_else(|| "groups".into()),
+        cli_client_id,
     }))
 }
 
@@ -136,6 +151,26 @@ mod tests {
         assert_eq!(config.scopes, ["openid", "profile", "email"]);
         assert_eq!(config.groups_claim, "groups");
         assert_eq!(config.audience, None);
+        assert_eq!(config.cli_client_id, None);
+    }
+
+    #[test]
+    fn the_command_lines_client_needs_the_audience_of_bearer_jwts() {
+        let base = [
+            ("PROVISIONING_OIDC_ISSUER", "https://sso.example"),
+            ("PROVISIONING_OIDC_CLIENT_ID", "vms"),
+            ("PROVISIONING_OIDC_CLIENT_SECRET", "s3cret"),
+            ("PROVISIONING_OIDC_CLI_CLIENT_ID", "vms-cli"),
+        ];
+        let without: &'static [(&str, &str)] = Box::leak(Box::new(base));
+        assert_eq!(
+            oidc(&with(without)).unwrap_err().name,
+            "PROVISIONING_OIDC_CLI_CLIENT_ID"
+        );
+        let mut all = base.to_vec();
+        all.push(("PROVISIONING_OIDC_AUDIENCE", "https://vms.example/api"));
+        let config = oidc(&with(all.leak())).unwrap().unwrap();
+        assert_eq!(config.cli_client_id.as_deref(), Some("vms-cli"));
     }
 
     #[test]

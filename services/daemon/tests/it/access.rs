@@ -37,7 +37,8 @@ enum Rule {
 }
 
 /// Routes that take no bearer token: health checks and metrics, the VMs' callbacks (signed
-/// URLs), and the browser sign-in (tested in `oidc_login`).
+/// URLs), the browser sign-in (tested in `oidc_login`) and how the command line signs in
+/// (tested in the CLI's end-to-end tests).
 const PUBLIC: &[&str] = &[
     "GET /healthz",
     "GET /readyz",
@@ -47,6 +48,7 @@ const PUBLIC: &[&str] = &[
     "GET /api/v1/auth/callback",
     "GET /api/v1/auth/status",
     "POST /api/v1/auth/logout",
+    "GET /api/v1/cli/config",
 ];
 
 struct Route {

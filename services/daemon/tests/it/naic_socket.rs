@@ -211,6 +211,7 @@ async fn two_daemons(provider: &TestProvider) -> (TestApp, TestApp) {
                 scopes: vec!["openid".into(), "profile".into(), "email".into()],
                 audience: None,
                 groups_claim: "groups".into(),
+                cli_client_id: None,
             });
         })
         .await;

@@ -307,6 +307,7 @@ pub async fn spawn_signed_in_app_with(
         scopes: vec!["openid".into(), "profile".into(), "email".into()],
         audience: Some(AUDIENCE.into()),
         groups_claim: "groups".into(),
+        cli_client_id: None,
     };
     let app = crate::helpers::try_spawn_app(roles, |config| {
         config.oidc = Some(oidc);

@@ -5,6 +5,11 @@
 // is ready. Settings come from the environment:
 //   OIDC_ACCESS_TOKEN_TTL  seconds an access token of the sign-in client lives (3600)
 //   OIDC_AUDIENCE          the audience of the JWT access tokens issued for resources
+//   OIDC_API_TOKEN_TTL     seconds a JWT access token for that audience lives (300)
+//
+// It knows one client from the start: `provisioning-cli`, the command line's public client
+// (no secret; a loopback redirect on any port, and the device authorization grant, whose
+// pages are the package's own).
 //
 // Besides the provider's own routes it has its own login and consent pages under
 // /interaction/ and a few test controls under /test/ (register a client once the daemon's
@@ -18,6 +23,17 @@ import Provider from 'oidc-provider';
 
 const accessTokenTtl = Number(process.env.OIDC_ACCESS_TOKEN_TTL || 3600);
 const audience = process.env.OIDC_AUDIENCE || 'https://provisioning.test/api';
+const apiTokenTtl = Number(process.env.OIDC_API_TOKEN_TTL || 300);
+
+// The command line's public client, as an operator would register it.
+const cliClient = {
+  client_id: 'provisioning-cli',
+  application_type: 'native',
+  token_endpoint_auth_method: 'none',
+  redirect_uris: ['http://127.0.0.1/callback'],
+  grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+  response_types: ['code'],
+};
 
 // The test accounts: a password each; `groups` is set for one of them only. Emails are
 // verified (`email_verified: true`) unless `emailVerified` is false, as a provider that lets
@@ -108,7 +124,7 @@ class MemoryAdapter {
 // Resource indicators the provider issues JWT access tokens for. The short-lived one has
 // the real audience: a token for it expires within seconds, for the expiry test.
 const resources = {
-  [audience]: { audience, ttl: 300 },
+  [audience]: { audience, ttl: apiTokenTtl },
   'https://provisioning.test/short-lived': { audience, ttl: 1 },
   'https://elsewhere.test/api': { audience: 'https://elsewhere.test/api', ttl: 300 },
 };
@@ -116,7 +132,7 @@ const resources = {
 function configuration() {
   return {
     adapter: MemoryAdapter,
-    clients: [],
+    clients: [cliClient],
     async findAccount(_ctx, id) {
       const account = accounts[id];
       if (!account) return undefined;
@@ -139,6 +155,19 @@ function configuration() {
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true },
+      // The device flow's pages: plain forms, as a browser would show them.
+      deviceFlow: {
+        enabled: true,
+        async userCodeInputSource(ctx, form) {
+          ctx.body = page('Enter the code', `${form}<button type="submit" form="op.deviceInputForm">Continue</button>`);
+        },
+        async userCodeConfirmSource(ctx, form, _client, _deviceInfo, userCode) {
+          ctx.body = page('Confirm the code', `<p>${escapeHtml(userCode)}</p>${form}<button type="submit" form="op.deviceConfirmForm">Continue</button>`);
+        },
+        async successSource(ctx) {
+          ctx.body = page('Signed in', '<p>You can close this page.</p>');
+        },
+      },
       rpInitiatedLogout: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -284,6 +313,10 @@ server.listen(0, '127.0.0.1', () => {
   });
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });
+
+// The harness reads the first line only: later writes to a closed stdout are dropped, not
+// fatal.
+process.stdout.on('error', () => {});
 
 // The harness closes stdin (or dies): the provider ends with it.
 process.stdin.on('end', () => process.exit(0));

@@ -1,9 +1,19 @@
 //! The command line, declared once: parsing, `--help`, the shell completions, the man page
 //! and the check of docs/cli.md all come from these definitions.
 
-use std::path::PathBuf;
+mod account;
+mod admin;
+mod vm;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use account::{
+    KeysCommand, ProvidersCommand, TaskservCommand, TemplatesCommand, TokensCommand,
+};
+pub use admin::{
+    AdminCommand, AuditArgs, AuditCommand, AuditFilters, PoliciesCommand, UsersCommand,
+};
+pub use vm::{CreateArgs, JobCommand, ListArgs, SshArgs, VmCommand};
 
 /// The platform's command line: request, follow and destroy VMs through its REST API.
 #[derive(Debug, Parser)]
@@ -52,7 +62,8 @@ pub enum Format {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Sign in: keep a personal API token for the profile, checked against the platform.
+    /// Sign in in a browser through the platform's OpenID provider (or with a personal API
+    /// token, --token), and keep the credentials for the profile.
     Login(LoginArgs),
     /// Forget the profile's credentials.
     Logout,
@@ -61,6 +72,9 @@ pub enum Command {
     /// Virtual machines.
     #[command(subcommand)]
     Vm(VmCommand),
+    /// The jobs of a VM: the creates, destroys, refreshes and installs it asked for.
+    #[command(subcommand)]
+    Job(JobCommand),
     /// The providers.
     #[command(subcommand)]
     Providers(ProvidersCommand),
@@ -70,6 +84,15 @@ pub enum Command {
     /// The taskservs' catalog: services a VM can install as it boots.
     #[command(subcommand)]
     Taskserv(TaskservCommand),
+    /// Your SSH public keys, given to the VMs you create.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Your personal API tokens, for programs.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+    /// The platform's administration (admins): audit, users, policies.
+    #[command(subcommand)]
+    Admin(AdminCommand),
     /// Print a shell's completion script.
     Completions {
         #[arg(value_enum)]
@@ -83,104 +106,16 @@ pub enum Command {
 pub struct LoginArgs {
     /// The platform's URL (else --url, PROVISIONING_URL or the profile's).
     pub url_arg: Option<String>,
-    /// Read a personal API token from standard input.
-    #[arg(long = "token")]
+    /// Read a personal API token from standard input instead.
+    #[arg(long = "token", conflicts_with_all = ["device", "no_browser"])]
     pub with_token: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum VmCommand {
-    /// Request a VM.
-    Create(CreateArgs),
-    /// Your VMs, newest first (destroyed ones with --all).
-    List(ListArgs),
-    /// One VM, by id or name.
-    Show {
-        /// The VM's id or name.
-        vm: String,
-    },
-    /// Destroy a VM.
-    Destroy {
-        /// The VM's id or name.
-        vm: String,
-        /// Follow the VM until it is destroyed; exit 3 if the destroy fails.
-        #[arg(long)]
-        wait: bool,
-    },
-    /// Terraform's output of the VM's jobs.
-    Logs {
-        /// The VM's id or name.
-        vm: String,
-        /// Follow the running job's output live until it ends.
-        #[arg(short, long)]
-        follow: bool,
-    },
-}
-
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("ssh").required(true).args(["key", "ssh_key"])))]
-pub struct CreateArgs {
-    /// A provider id (`provisioning providers list`).
+    /// Sign in with a code typed in at the provider's page, from any device (the OAuth 2.0
+    /// device authorization grant).
     #[arg(long)]
-    pub provider: String,
-    /// A template id of the provider (`provisioning templates list`).
-    #[arg(long)]
-    pub template: String,
-    /// The VM's name: 1 to 63 characters of A-Z a-z 0-9 . _ -
-    #[arg(long)]
-    pub name: String,
-    /// The id of a registered SSH key.
-    #[arg(long)]
-    pub key: Option<String>,
-    /// An OpenSSH public key file, e.g. ~/.ssh/id_ed25519.pub.
-    #[arg(long, value_name = "FILE")]
-    pub ssh_key: Option<PathBuf>,
-    /// Networks allowed to reach the VM over SSH (IPv4 CIDR, or `me` for your address).
-    #[arg(long = "allow", value_name = "CIDR|me", default_value = "me")]
-    pub allow: Vec<String>,
-    /// How long the VM may live, 1 to 168 hours.
-    #[arg(long, default_value_t = 8)]
-    pub hours: u16,
-    /// A taskserv to install as the VM boots, with params: NAME[:k=v,...]
-    #[arg(long = "taskserv", value_name = "NAME[:k=v,...]")]
-    pub taskservs: Vec<String>,
-    /// Follow the VM until it is provisioned; exit 3 if the create fails.
-    #[arg(long)]
-    pub wait: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Only VMs with this status (repeat for several).
-    #[arg(long)]
-    pub status: Vec<String>,
-    /// Only VMs of this provider.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Destroyed and archived VMs too.
-    #[arg(long)]
-    pub all: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ProvidersCommand {
-    /// The providers and whether they can be used.
-    List,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TemplatesCommand {
-    /// The templates of one provider, or of every available one.
-    List {
-        #[arg(long)]
-        provider: Option<String>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TaskservCommand {
-    /// The taskservs and their params.
-    List,
+    pub device: bool,
+    /// Print the sign-in URL instead of opening a browser.
+    #[arg(long, conflicts_with = "device")]
+    pub no_browser: bool,
 }
 
 #[cfg(test)]
@@ -208,7 +143,7 @@ mod tests {
 
     #[test]
     fn docs_cli_md_names_every_subcommand_clap_defines() {
-        let doc = include_str!("../../../docs/cli.md");
+        let doc = include_str!("../../../../docs/cli.md");
         let mut all = vec![];
         paths(&Cli::command(), "", &mut all);
         assert!(all.contains(&"vm create".to_owned()));
