@@ -66,6 +66,11 @@ impl Api {
         json(self.send(Method::POST, request).await?).await
     }
 
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        let request = self.http.put(self.url(path)).json(body);
+        json(self.send(Method::PUT, request).await?).await
+    }
+
     pub async fn patch(&self, path: &str, body: &Value) -> Result<Value, CliError> {
         let request = self.http.patch(self.url(path)).json(body);
         json(self.send(Method::PATCH, request).await?).await

@@ -1,4 +1,5 @@
-//! Following a VM's stream (`GET /api/v1/vms/{id}/stream`) for `--wait` and `logs -f`:
+//! Following a VM's stream (`GET /api/v1/vms/{id}/stream`) for `--wait` and `logs -f`, and
+//! a cluster's (`GET /api/v1/clusters/{id}/stream`) the same way:
 //! every event once, in order, across dropped connections (resumed with `Last-Event-ID`,
 //! and events at or before the last one seen skipped), until the caller has what it waits
 //! for.
@@ -27,13 +28,22 @@ const ATTEMPTS: u32 = 10;
 pub async fn follow(
     api: &Api,
     vm: &VmId,
+    on_event: impl FnMut(&Event) -> Step,
+) -> Result<(), CliError> {
+    follow_stream(api, &format!("/api/v1/vms/{vm}/stream"), on_event).await
+}
+
+/// Follows the stream at `path` from its first event, calling `on_event` with each exactly
+/// once, until it says it is done.
+pub async fn follow_stream(
+    api: &Api,
+    path: &str,
     mut on_event: impl FnMut(&Event) -> Step,
 ) -> Result<(), CliError> {
-    let path = format!("/api/v1/vms/{vm}/stream");
     let mut last: Option<u64> = None;
     let mut failures = 0;
     loop {
-        let dropped = match api.stream(&path, last).await {
+        let dropped = match api.stream(path, last).await {
             Ok(response) => {
                 let mut parser = Parser::default();
                 let mut body = response.bytes_stream();

@@ -144,3 +144,63 @@ pub fn read<T: serde::de::DeserializeOwned>(
         crate::error::CliError::Local(format!("the platform answered an unexpected {what}: {e}"))
     })
 }
+
+/// A cluster as `GET /api/v1/clusters/{id}` answers it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Cluster {
+    pub id: VmId,
+    pub name: String,
+    pub template: String,
+    pub provider: String,
+    pub status: String,
+    pub failure: Option<String>,
+    pub roles: Vec<ClusterRole>,
+    pub nodes: Vec<ClusterNode>,
+    pub gates: Vec<ClusterGate>,
+    #[serde(default)]
+    pub outputs: std::collections::BTreeMap<String, String>,
+    pub requested_at: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterRole {
+    pub name: String,
+    pub count: u32,
+    pub min: u32,
+    pub max: u32,
+    pub template: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterNode {
+    pub role: String,
+    pub index: u32,
+    pub vm_id: VmId,
+    pub name: String,
+    pub status: String,
+    pub address: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterGate {
+    pub role: String,
+    pub taskserv: String,
+    pub stage: u32,
+    pub state: String,
+    pub why: Option<String>,
+}
+
+/// A cluster template of `GET /api/v1/extensions/clusters`, as far as a table shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterTemplate {
+    pub name: String,
+    pub description: String,
+    pub roles: Vec<TemplateRole>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct TemplateRole {
+    pub name: String,
+    /// A fixed count, or `{min, max, default}`.
+    pub count: serde_json::Value,
+}

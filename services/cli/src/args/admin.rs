@@ -14,6 +14,9 @@ pub enum AdminCommand {
     /// The access policies.
     #[command(subcommand)]
     Policies(PoliciesCommand),
+    /// The catalog: providers, templates and taskservs offered, enabled or disabled.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
 }
 
 #[derive(Debug, Args)]
@@ -97,4 +100,58 @@ pub enum PoliciesCommand {
     /// Read the policies again (the replica answering; each replica reloads on its own
     /// signal too).
     Reload,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Offer a provider, or stop offering it (its VMs stay).
+    #[command(subcommand)]
+    Providers(Switch<ProviderArg>),
+    /// Offer a provider's template, or stop offering it.
+    #[command(subcommand)]
+    Templates(Switch<TemplateArg>),
+    /// Offer a taskserv on a provider, or stop offering it there.
+    #[command(subcommand)]
+    Taskserv(Switch<TaskservArg>),
+}
+
+/// `enable` or `disable` one entry of the catalog.
+#[derive(Debug, Subcommand)]
+pub enum Switch<T: Args> {
+    /// Offer it.
+    Enable(T),
+    /// Stop offering it.
+    Disable(T),
+}
+
+impl<T: Args> Switch<T> {
+    /// The entry, and whether it is to be enabled.
+    pub fn parts(&self) -> (&T, bool) {
+        match self {
+            Switch::Enable(entry) => (entry, true),
+            Switch::Disable(entry) => (entry, false),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ProviderArg {
+    /// The provider's id.
+    pub provider: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateArg {
+    /// The provider's id.
+    pub provider: String,
+    /// The template's id.
+    pub template: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskservArg {
+    /// The provider's id.
+    pub provider: String,
+    /// The taskserv's name.
+    pub name: String,
 }

@@ -3,6 +3,7 @@
 
 mod account;
 mod admin;
+mod cluster;
 mod vm;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -11,8 +12,10 @@ pub use account::{
     KeysCommand, ProvidersCommand, TaskservCommand, TemplatesCommand, TokensCommand,
 };
 pub use admin::{
-    AdminCommand, AuditArgs, AuditCommand, AuditFilters, PoliciesCommand, UsersCommand,
+    AdminCommand, AuditArgs, AuditCommand, AuditFilters, CatalogCommand, PoliciesCommand, Switch,
+    UsersCommand,
 };
+pub use cluster::{ClusterCommand, ClusterCreateArgs};
 pub use vm::{CreateArgs, JobCommand, ListArgs, SshArgs, VmCommand};
 
 /// The platform's command line: request, follow and destroy VMs through its REST API.
@@ -72,6 +75,9 @@ pub enum Command {
     /// Virtual machines.
     #[command(subcommand)]
     Vm(VmCommand),
+    /// Clusters: several VMs made as one from a cluster template.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// The jobs of a VM: the creates, destroys, refreshes and installs it asked for.
     #[command(subcommand)]
     Job(JobCommand),

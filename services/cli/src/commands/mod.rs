@@ -3,6 +3,9 @@
 mod account;
 mod admin;
 mod catalog;
+mod catalog_admin;
+mod cluster;
+mod cluster_wait;
 mod jobs;
 mod login;
 mod logs;
@@ -12,8 +15,9 @@ mod vm_ops;
 use clap::CommandFactory;
 
 use crate::args::{
-    AdminCommand, AuditCommand, Cli, Command, JobCommand, KeysCommand, PoliciesCommand,
-    ProvidersCommand, TaskservCommand, TemplatesCommand, TokensCommand, UsersCommand, VmCommand,
+    AdminCommand, AuditCommand, Cli, ClusterCommand, Command, JobCommand, KeysCommand,
+    PoliciesCommand, ProvidersCommand, TaskservCommand, TemplatesCommand, TokensCommand,
+    UsersCommand, VmCommand,
 };
 use crate::client::Api;
 use crate::config;
@@ -60,6 +64,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Vm(VmCommand::History { vm, at }) => {
             vm_ops::history(&api, format, &vm, at.as_deref()).await
         }
+        Command::Cluster(command) => run_cluster(&api, format, command).await,
         Command::Job(JobCommand::List { vm }) => jobs::list(&api, format, &vm).await,
         Command::Job(JobCommand::Show { vm, job }) => jobs::show(&api, format, &vm, job).await,
         Command::Job(JobCommand::Cancel { vm, job }) => {
@@ -103,8 +108,36 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Admin(AdminCommand::Policies(PoliciesCommand::Reload)) => {
             admin::reload_policies(&api, format).await
         }
+        Command::Admin(AdminCommand::Catalog(command)) => {
+            catalog_admin::catalog(&api, format, &command).await
+        }
         Command::Login(_) | Command::Logout | Command::Completions { .. } | Command::Man => {
             unreachable!("handled above")
+        }
+    }
+}
+
+async fn run_cluster(
+    api: &Api,
+    format: crate::args::Format,
+    command: ClusterCommand,
+) -> Result<(), CliError> {
+    match command {
+        ClusterCommand::Templates => cluster::templates(api, format).await,
+        ClusterCommand::Create(args) => cluster::create(api, format, args).await,
+        ClusterCommand::List { all, everyone } => cluster::list(api, format, all, everyone).await,
+        ClusterCommand::Show { cluster } => cluster::show(api, format, &cluster).await,
+        ClusterCommand::Scale {
+            cluster,
+            role,
+            count,
+            wait,
+        } => cluster::scale(api, format, &cluster, &role, count, wait).await,
+        ClusterCommand::Destroy { cluster, wait } => {
+            cluster::destroy(api, format, &cluster, wait).await
+        }
+        ClusterCommand::Events { cluster, follow } => {
+            cluster_wait::events(api, format, &cluster, follow).await
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod account;
 mod admin;
+mod clusters;
 mod daemon;
 mod life;
 mod provider;
