@@ -2,9 +2,12 @@
 //! simulated boot): a `k3s-single` cluster created with --wait until ready, listed, shown,
 //! its events read, destroyed with --wait; a refused create; the admin's catalog switches.
 
+use std::sync::atomic::Ordering;
+
 use serde_json::Value;
 
 use crate::daemon::Daemon;
+use crate::proxy::CuttingProxy;
 use crate::{cli, SSH_KEY};
 
 /// Signs the CLI in with a personal token of the daemon's admin; the config directory and
@@ -103,6 +106,22 @@ async fn a_cluster_is_created_with_wait_until_ready_shown_and_destroyed_with_wai
     let lines: Vec<&str> = events.stdout.lines().collect();
     assert_eq!(lines.first(), Some(&"ClusterRequested k3s-single on local"));
     assert_eq!(lines.last(), Some(&"ClusterReady"), "{events:#?}");
+
+    // Through a proxy that cuts the stream once, mid-way: resumed after the last event
+    // seen, every event once, in order.
+    let proxy = CuttingProxy::start(&daemon.url, 900).await;
+    let via_proxy = [("PROVISIONING_URL", proxy.url.as_str())];
+    let resumed = cli(
+        config,
+        &via_proxy,
+        &["cluster", "events", "lab", "-v"],
+        None,
+    )
+    .await
+    .expect(0);
+    assert_eq!(proxy.cuts.load(Ordering::SeqCst), 1, "{resumed:#?}");
+    assert!(resumed.stderr.contains("resuming after"), "{resumed:#?}");
+    assert_eq!(resumed.stdout, events.stdout);
 
     // Destroyed, followed to the end; then listed only with --all.
     let destroyed = cli(
@@ -255,4 +274,76 @@ async fn an_admin_disables_and_enables_a_template_a_provider_and_a_taskserv() {
         .await
         .expect(1);
     assert!(refused.stderr.starts_with("error: "), "{refused:#?}");
+}
+
+/// A clusters directory with one template, `stuck`: one k3s server whose gate gives it 3 s.
+fn stuck_template() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("registry.toml"),
+        "[[clusters]]\nname = \"stuck\"\n",
+    )
+    .unwrap();
+    let template = r#"{
+  name = "stuck",
+  description = "One k3s server with 3 s to come up.",
+  roles = [
+    { name = "server", count = 1, templates = ["medium", "large"], taskservs = [{ name = "k3s" }] },
+  ],
+  order = [["server"]],
+  health_gates = [
+    { role = "server", taskserv = "k3s", nodes = "all", within_secs = 3 },
+  ],
+  on_failure = 'rollback,
+}
+"#;
+    std::fs::write(dir.path().join("stuck.ncl"), template).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn a_cluster_that_fails_while_wait_follows_it_exits_3_with_its_reason() {
+    // Nothing boots: the server's k3s never reports, and its gate times out.
+    let templates = stuck_template();
+    let daemon = Daemon::start_with(|config| {
+        config.local_boot = dispatcher::LocalBoot::Off;
+        config.clusters_dir = Some(templates.path().to_owned());
+    })
+    .await;
+    let (home, key) = signed_in(&daemon).await;
+    let failed = cli(
+        home.path(),
+        &[],
+        &[
+            "cluster",
+            "create",
+            "stuck",
+            "--name",
+            "stuck",
+            "--provider",
+            "local",
+            "--ssh-key",
+            &key,
+            "--allow",
+            "192.0.2.0/24",
+            "--wait",
+            "-o",
+            "json",
+        ],
+        None,
+    )
+    .await
+    .expect(3);
+    let cluster: Value = serde_json::from_str(&failed.stdout).unwrap();
+    assert_eq!(cluster["status"], "failed", "{failed:#?}");
+    assert!(
+        failed.stderr.contains("GateFailed server/k3s (stage 0)"),
+        "{failed:#?}"
+    );
+    assert!(failed.stderr.contains("RollbackStarted"), "{failed:#?}");
+    let last = failed.stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("error: the cluster failed: ") && last.contains("k3s"),
+        "{failed:#?}"
+    );
 }
