@@ -14,11 +14,11 @@ use crate::workdir::tests::{config, job, provider, signer};
 fn node(cluster: ClusterId, role: &str, index: u32) -> JobMessage {
     let mut job = job("local");
     job.vm_id = VmId::new();
-    job.spec.cluster = Some(ClusterMember {
+    job.spec.cluster = Some(Box::new(ClusterMember {
         id: cluster,
         role: RoleName::parse(role).unwrap(),
         index,
-    });
+    }));
     job
 }
 
