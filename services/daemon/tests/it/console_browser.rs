@@ -157,6 +157,7 @@ async fn the_admin_pages_and_the_sign_in_page_are_accessible() {
     sign_in(&browser, &app, &app.token).await;
     for path in [
         "/console/admin/users",
+        "/console/admin/catalog",
         "/console/admin/policies",
         "/console/admin/dead-letters",
     ] {

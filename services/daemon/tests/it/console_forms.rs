@@ -189,6 +189,7 @@ async fn another_users_vm_and_the_admin_pages_are_closed_to_a_user() {
     }
     for path in [
         "/console/admin/users",
+        "/console/admin/catalog",
         "/console/admin/policies",
         "/console/admin/dead-letters",
     ] {
@@ -203,6 +204,7 @@ async fn another_users_vm_and_the_admin_pages_are_closed_to_a_user() {
     let admin = sign_in(&app, &app.token).await;
     for path in [
         "/console/admin/users",
+        "/console/admin/catalog",
         "/console/admin/policies",
         "/console/admin/dead-letters",
     ] {
@@ -363,7 +365,8 @@ async fn the_root_is_the_console_and_its_streams_need_the_consoles_caller() {
 /// in (`401` with the form; the streams a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 10] = [
+const PAGES: [&str; 11] = [
+    "/console/admin/catalog",
     "/console",
     "/console/vms",
     "/console/vms/new",
@@ -375,7 +378,8 @@ const PAGES: [&str; 10] = [
     "/console/admin/policies",
     "/console/admin/dead-letters",
 ];
-const FORMS: [&str; 15] = [
+const FORMS: [&str; 16] = [
+    "/console/admin/catalog",
     "/console/vms",
     "/console/vms/{vm}/extend",
     "/console/vms/{vm}/destroy",
@@ -434,4 +438,52 @@ async fn every_page_asks_for_sign_in_and_every_form_for_this_sites_origin() {
         .json("GET", &format!("/api/v1/vms/{vm}"), None, 200)
         .await;
     assert_eq!(vm["status"], "requested", "{vm}");
+}
+
+#[tokio::test]
+async fn an_admin_disables_and_moves_a_template_in_the_catalog() {
+    let app = app().await;
+    let admin = sign_in(&app, &app.token).await;
+    let (status, body) = page(&app, &admin, "/console/admin/catalog").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("<code>small</code>"), "{body}");
+    let templates = |app: &TestApp| {
+        let client = app.client.clone();
+        let url = format!("{}/api/v1/admin/templates?provider=local", app.address);
+        let token = app.token.clone();
+        async move {
+            let all: Value = client
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            all.as_array().unwrap().clone()
+        }
+    };
+    let before = templates(&app).await;
+    let fields = [
+        ("provider", "local"),
+        ("template", "small"),
+        ("action", "disable"),
+    ];
+    let response = post(&app, &admin, "/console/admin/catalog", &fields).await;
+    assert_eq!(response.status(), 303);
+    let after = templates(&app).await;
+    let small = after.iter().find(|t| t["id"] == "small").unwrap();
+    assert_eq!(small["enabled"], false, "{small}");
+
+    let second = before[1]["id"].as_str().unwrap().to_owned();
+    let fields = [
+        ("provider", "local"),
+        ("template", second.as_str()),
+        ("action", "up"),
+    ];
+    let response = post(&app, &admin, "/console/admin/catalog", &fields).await;
+    assert_eq!(response.status(), 303);
+    let after = templates(&app).await;
+    assert_eq!(after[0]["id"], second.as_str(), "{after:?}");
 }

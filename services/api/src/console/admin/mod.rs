@@ -1,7 +1,8 @@
-//! The admins' pages: users (role and status), policies (reload, denials by policy) and
+//! The admins' pages: users (role and status), the catalog (enabled, order), policies (reload, denials by policy) and
 //! dead letters (replay). A user who opens one gets the 403 page; every change goes
 //! through the application layer, as the admin API's.
 
+mod catalog;
 mod dead_letters;
 mod policies;
 mod users;
@@ -20,6 +21,10 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/users", get(users::list_users))
         .route("/admin/users/{id}", post(users::change_user))
+        .route(
+            "/admin/catalog",
+            get(catalog::show_catalog).post(catalog::change_catalog),
+        )
         .route("/admin/policies", get(policies::show_policies))
         .route("/admin/policies/reload", post(policies::reload_policies))
         .route("/admin/dead-letters", get(dead_letters::list_dead_letters))
