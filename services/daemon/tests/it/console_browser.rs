@@ -244,7 +244,9 @@ async fn screenshots() {
     browser.screenshot(&dir.join("create.png")).await;
     create_from_the_form(&browser, &app, "web-1").await;
     browser
-        .wait_for_text("#status", 120, |s| s == "running")
+        .wait_for_text("#status", 120, |s| {
+            ["provisioned", "initializing", "running"].contains(&s)
+        })
         .await;
     browser.screenshot(&dir.join("vm.png")).await;
     for (path, file) in [
