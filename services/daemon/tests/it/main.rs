@@ -14,6 +14,7 @@ mod catalog;
 mod console;
 mod console_browser;
 mod console_forms;
+mod console_routes;
 mod contract;
 mod dashboards;
 mod database;
