@@ -51,7 +51,12 @@
 
   function setJob(id, state) {
     var row = document.getElementById("job-" + id);
-    if (row) setText(row.querySelector(".status"), state);
+    if (!row) return;
+    setText(row.querySelector(".status"), state);
+    // A job that is over has nothing left to cancel.
+    if (["succeeded", "failed", "cancelled"].indexOf(state) >= 0) {
+      Array.prototype.forEach.call(row.querySelectorAll("form"), function (f) { f.remove(); });
+    }
   }
 
   function followVm(vm) {
