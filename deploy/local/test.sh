@@ -25,14 +25,23 @@ if [[ ! -d $socketio/node_modules/socket.io-client ]]; then
   timed "installing the test Socket.IO client" npm ci --prefix "$socketio" --no-audit --no-fund
 fi
 
+# axe-core, which the console's browser tests inject into each page they check, likewise.
+axe=services/daemon/tests/axe
+if [[ ! -d $axe/node_modules/axe-core ]]; then
+  timed "installing axe-core for the console's browser tests" npm ci --prefix "$axe" --no-audit --no-fund
+fi
+
 # The taskservs tests run shellcheck on every shipped script, and install jobs push
 # scripts over SSH to a real OpenSSH server the test starts (they fail without either).
 missing=()
 command -v shellcheck >/dev/null || missing+=(shellcheck)
 [[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 command -v ssh >/dev/null || missing+=(openssh-client)
+# The console's browser tests drive a headless Chromium through chromedriver.
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if ((${#missing[@]})); then
-  command -v apt-get >/dev/null || { log "not found: ${missing[*]} (the taskservs tests need them)"; exit 1; }
+  command -v apt-get >/dev/null || { log "not found: ${missing[*]} (the taskservs and console tests need them)"; exit 1; }
   timed "installing ${missing[*]}" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing[*]}"
 fi
 

@@ -138,7 +138,10 @@ pub(crate) async fn wait_for_min_position(
 }
 
 /// Waits for the read models to show `user`'s last write; answers anyway when they lag.
-async fn own_writes(state: &AppState, user: domain::identity::UserId) -> Result<(), ApiError> {
+pub(crate) async fn own_writes(
+    state: &AppState,
+    user: domain::identity::UserId,
+) -> Result<(), ApiError> {
     let shown = state
         .app
         .wait_for_writes_of(user, READ_YOUR_WRITES_WAIT)

@@ -95,7 +95,7 @@ pub fn app(state: AppState) -> Router {
         .merge(naic::router(state.clone()))
         .merge(routes::health::router())
         // The console's pages, with their own sign-in (not API routes: no OpenAPI entry).
-        .nest("/console", console::router())
+        .nest("/console", console::router(state.clone()))
         // The frontend (when configured) for other paths; unknown `/api` paths are a 404.
         .fallback(naic::frontend::fallback);
     // Outside the API's bounds: a Socket.IO connection stays open (its long-polling requests

@@ -1,7 +1,8 @@
 //! The checks across a template's fields, run after the contract: every role named in
 //! `order`, in gates and in references exists; each role is in one stage; gates name a
-//! taskserv of their role; counts are sensible; references point at earlier stages; the
-//! taskservs exist in the deployment's catalog, take the params given and do not conflict.
+//! taskserv of their role; counts are sensible; references point at earlier stages and at
+//! an output one of that role's taskservs declares; the taskservs exist in the deployment's
+//! catalog, take the params given and do not conflict.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -127,6 +128,7 @@ fn role_taskservs(t: &ClusterTemplate, role: &Role, catalog: &Catalog) -> Result
             let text = value.as_str().unwrap_or_default();
             for reference in references_in(text).map_err(|e| at(format!("param {param}: {e}")))? {
                 refers_to_earlier(t, role, &reference.role, reference.index)
+                    .and_then(|()| declared_output(t, catalog, &reference.role, &reference.key))
                     .map_err(|e| at(format!("param {param}: {e}")))?;
             }
             if !spec.kind.accepts(value) && !is_whole_reference(text) {
@@ -162,8 +164,42 @@ fn refers_to_earlier(t: &ClusterTemplate, role: &Role, to: &str, index: u32) -> 
     Ok(())
 }
 
-/// No two of the role's taskservs (with what they require) conflict: they share each node.
-fn no_conflict(role: &Role, catalog: &Catalog) -> Result<(), String> {
+/// The output `key` of role `to` is declared by one of the taskservs its nodes install
+/// (those it lists and what they require): no other output is ever reported.
+fn declared_output(
+    t: &ClusterTemplate,
+    catalog: &Catalog,
+    to: &str,
+    key: &str,
+) -> Result<(), String> {
+    let Some(target) = t.role(to) else {
+        return Ok(());
+    };
+    let installed = closure(target, catalog);
+    let declared: BTreeSet<&str> = installed
+        .iter()
+        .filter_map(|name| catalog.get(name))
+        .flat_map(|def| def.outputs.keys().map(String::as_str))
+        .collect();
+    if declared.contains(key) {
+        return Ok(());
+    }
+    let names: Vec<&str> = installed.iter().map(|n| n.as_str()).collect();
+    let known: Vec<&str> = declared.into_iter().collect();
+    Err(format!(
+        "it refers to output {key} of role {to}, which none of that role's taskservs ({}) \
+         declares (they declare: {})",
+        names.join(", "),
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
+/// The role's taskservs and, transitively, what they require: what each of its nodes has.
+fn closure<'a>(role: &'a Role, catalog: &'a Catalog) -> BTreeSet<&'a TaskservName> {
     let mut closure: BTreeSet<&TaskservName> = BTreeSet::new();
     let mut todo: Vec<&TaskservName> = role.taskservs.iter().map(|u| &u.name).collect();
     while let Some(name) = todo.pop() {
@@ -173,6 +209,12 @@ fn no_conflict(role: &Role, catalog: &Catalog) -> Result<(), String> {
             }
         }
     }
+    closure
+}
+
+/// No two of the role's taskservs (with what they require) conflict: they share each node.
+fn no_conflict(role: &Role, catalog: &Catalog) -> Result<(), String> {
+    let closure = closure(role, catalog);
     let says = |a: &TaskservName, b: &TaskservName| {
         catalog
             .get(a)

@@ -6,8 +6,9 @@
 //! `contract.ncl` (a mistake is Nickel's message with the file and line) and then across
 //! its fields: roles named in `order`, gates and references exist, each role is in one
 //! stage, a gate's taskserv is one of its role's, count ranges hold their default, a param
-//! refers only to a role made in an earlier stage, and every taskserv is in the taskserv
-//! catalog, takes the params given and conflicts with none beside it.
+//! refers only to a role made in an earlier stage and to an output one of that role's
+//! taskservs declares, and every taskserv is in the taskserv catalog, takes the params
+//! given and conflicts with none beside it.
 //!
 //! This crate is pure: it loads and checks ([`ClusterCatalog::load`]) and resolves a
 //! request's counts ([`ClusterTemplate::resolve_counts`]). References such as

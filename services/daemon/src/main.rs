@@ -110,11 +110,10 @@ async fn main() -> anyhow::Result<()> {
         _ => {}
     }
     if roles.api {
-        println!(
-            "provisioningd listening on http://{}:{}",
-            http_addr.ip(),
-            app.port()
-        );
+        let base = format!("http://{}:{}", http_addr.ip(), app.port());
+        println!("provisioningd listening on {base}");
+        println!("  API:     {base}/api/v1");
+        println!("  console: {base}/console");
     }
     let stop = app.shutdown_token();
     tokio::spawn(async move {

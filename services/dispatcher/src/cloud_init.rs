@@ -33,6 +33,9 @@ pub struct CloudInit<'a> {
     /// The plan's scripts and `run.sh` (see [`crate::taskserv_boot`]); empty without
     /// taskservs. cloud-init runs `run.sh` after every other command.
     pub taskserv_files: &'a [crate::taskserv_boot::BootFile],
+    /// The secret of the cluster the VM is a node of (see [`crate::cluster_secret`]), quoted
+    /// with [`quoted`]; empty for a VM of no cluster. Written to its file before `runcmd`.
+    pub cluster_secret: &'a str,
 }
 
 /// Where the VMs of create jobs call back: `<public url>/api/v1/callbacks/<token>`, each
@@ -95,14 +98,15 @@ pub fn quoted(value: &str) -> String {
 }
 
 /// Renders the cloud-init document of a job, with its callback URLs (`urls`), the VM's
-/// deploy key (public; empty for none) and the files of its taskservs (`taskserv_files`,
-/// empty for none).
+/// deploy key (public; empty for none), the files of its taskservs (`taskserv_files`,
+/// empty for none) and its cluster's secret (`None` for a VM of no cluster).
 pub fn render(
     job: &JobMessage,
     settings: &registry::CloudInit,
     urls: &[(CallbackKind, String)],
     deploy_key: &str,
     taskserv_files: &[crate::taskserv_boot::BootFile],
+    cluster_secret: Option<&crate::cluster_secret::ClusterSecret>,
 ) -> Result<String, askama::Error> {
     let url = |kind| {
         urls.iter()
@@ -132,6 +136,7 @@ pub fn render(
         phone_home_url: url(CallbackKind::PhoneHome),
         app_urls: &app_urls,
         taskserv_files,
+        cluster_secret: &cluster_secret.map_or(String::new(), |s| quoted(s.expose())),
     }
     .document()
 }
@@ -152,6 +157,7 @@ mod tests {
             phone_home_url,
             app_urls: &[],
             taskserv_files: &[],
+            cluster_secret: "",
         }
         .document()
         .unwrap()
@@ -185,6 +191,7 @@ mod tests {
                 phone_home_url: "",
                 app_urls: &[],
                 taskserv_files: &[],
+                cluster_secret: "",
             }
             .document()
             .unwrap();

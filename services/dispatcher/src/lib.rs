@@ -5,6 +5,7 @@
 //! whose runner cannot be started is reported as failed, so the VM does not wait for ever.
 
 pub mod cloud_init;
+pub mod cluster_secret;
 pub mod deploy_key;
 mod executor;
 pub mod install;

@@ -7,9 +7,10 @@
 //! real VM's, and are recorded with the VM as actor.
 //!
 //! A VM with taskservs then reports each step of its plan, in order, `delay` apart: started,
-//! then installed with simulated outputs (`simulated=true`, and `port` when the step has a
-//! `port` param), from the URLs of its working directory's `taskserv_callbacks.json`.
-//! Nothing is installed: the `local` provider has no machine to install on.
+//! then installed with simulated outputs (`simulated=true`, `port` when the step has a
+//! `port` param, and each output its definition declares, with a plain made-up value),
+//! from the URLs of its working directory's `taskserv_callbacks.json`. Nothing is
+//! installed: the `local` provider has no machine to install on.
 //!
 //! The simulation lives in the daemon that started the runner, in memory: if that daemon
 //! stops before the create ends, the VM is left `provisioned` (and, past the boot timeout,
@@ -137,7 +138,7 @@ impl BootSimulator {
                 return;
             }
             tokio::time::sleep(self.delay).await;
-            let outputs = simulated_outputs(step);
+            let outputs = simulated_outputs(step, &plan.host_name);
             let form = [("outputs", outputs.as_str())];
             if !self
                 .call(&step.installed, "taskserv_installed", &form)
@@ -227,14 +228,33 @@ fn rendered(workdir: &Path) -> Option<(String, String, String)> {
 }
 
 /// What a simulated taskserv reports as installed: `key=value` lines saying it is
-/// simulated, with its `port` param when it has one.
-fn simulated_outputs(step: &StepUrls) -> String {
+/// simulated, with its `port` param when it has one, then each output its definition
+/// declares: a URL (`url` or a key ending in `_url`) is `https://<host>:<port param, or
+/// 443>`, any other `simulated-<key>`. `host` is the VM's host name: the simulation knows
+/// no address.
+fn simulated_outputs(step: &StepUrls, host: &str) -> String {
+    let port = step
+        .params
+        .get("port")
+        .filter(|p| !p.is_null())
+        .map(|port| {
+            port.as_str()
+                .map_or_else(|| port.to_string(), str::to_owned)
+        });
     let mut lines = String::from("simulated=true\n");
-    if let Some(port) = step.params.get("port").filter(|p| !p.is_null()) {
-        let port = port
-            .as_str()
-            .map_or_else(|| port.to_string(), str::to_owned);
+    if let Some(port) = &port {
         lines.push_str(&format!("port={port}\n"));
+    }
+    for key in &step.outputs {
+        if key == "simulated" || (key == "port" && port.is_some()) {
+            continue;
+        }
+        let value = if key == "url" || key.ends_with("_url") {
+            format!("https://{host}:{}", port.as_deref().unwrap_or("443"))
+        } else {
+            format!("simulated-{key}")
+        };
+        lines.push_str(&format!("{key}={value}\n"));
     }
     lines
 }
@@ -279,22 +299,52 @@ mod tests {
         assert!(rendered(dir.path()).is_none());
     }
 
-    #[test]
-    fn a_simulated_taskserv_reports_its_port_param_among_its_outputs() {
-        let step = |params: serde_json::Value| StepUrls {
+    fn step(params: serde_json::Value, outputs: &[&str]) -> StepUrls {
+        StepUrls {
             name: domain::taskservs::TaskservName::parse("grafana").unwrap(),
             params: serde_json::from_value(params).unwrap(),
+            outputs: outputs.iter().map(|k| k.to_string()).collect(),
             started: String::new(),
             installed: String::new(),
             failed: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_simulated_taskserv_reports_its_port_param_among_its_outputs() {
         assert_eq!(
-            simulated_outputs(&step(serde_json::json!({"port": 3000, "x": "y"}))),
+            simulated_outputs(
+                &step(serde_json::json!({"port": 3000, "x": "y"}), &[]),
+                "vm"
+            ),
             "simulated=true\nport=3000\n"
         );
         assert_eq!(
-            simulated_outputs(&step(serde_json::json!({}))),
+            simulated_outputs(&step(serde_json::json!({}), &[]), "vm"),
             "simulated=true\n"
+        );
+    }
+
+    #[test]
+    fn a_simulated_taskserv_reports_every_declared_output_with_a_made_up_value() {
+        let grafana = step(
+            serde_json::json!({"port": 3000}),
+            &["admin_password_file", "admin_user", "url"],
+        );
+        assert_eq!(
+            simulated_outputs(&grafana, "dash-1"),
+            "simulated=true\nport=3000\nadmin_password_file=simulated-admin_password_file\n\
+             admin_user=simulated-admin_user\nurl=https://dash-1:3000\n"
+        );
+        // Without a port param a URL is on 443, and a declared `port` is made up too.
+        let k3s = step(
+            serde_json::json!({"role": "server"}),
+            &["kubeconfig", "port", "server_url"],
+        );
+        assert_eq!(
+            simulated_outputs(&k3s, "k-1"),
+            "simulated=true\nkubeconfig=simulated-kubeconfig\nport=simulated-port\n\
+             server_url=https://k-1:443\n"
         );
     }
 }

@@ -33,6 +33,9 @@ pub struct StepUrls {
     /// Its params (never secrets): the simulation reports a `port` among the outputs.
     #[serde(default)]
     pub params: Params,
+    /// The output keys its definition declares: the simulation reports each.
+    #[serde(default)]
+    pub outputs: Vec<String>,
     pub started: String,
     pub installed: String,
     pub failed: String,
@@ -112,6 +115,10 @@ pub fn compose(
         steps.push(StepUrls {
             name: step.name.clone(),
             params: step.params.clone(),
+            outputs: catalog
+                .get(&step.name)
+                .map(|def| def.outputs.keys().cloned().collect())
+                .unwrap_or_default(),
             started: step_urls.started.clone(),
             installed: step_urls.installed.clone(),
             failed: step_urls.failed.clone(),
@@ -150,4 +157,4 @@ pub fn read_steps(workdir: &Path) -> Option<Vec<StepUrls>> {
 
 #[cfg(test)]
 #[path = "taskserv_boot_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -13,7 +13,7 @@ use crate::workdir::tests::{config, job, provider, signer};
 use crate::WorkdirError;
 
 /// The shipped catalog, loaded once (Nickel is slow to evaluate).
-fn catalog() -> Arc<Catalog> {
+pub(crate) fn catalog() -> Arc<Catalog> {
     static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
     CATALOG
         .get_or_init(|| {
@@ -24,7 +24,7 @@ fn catalog() -> Arc<Catalog> {
 }
 
 /// A create job on `local` whose plan is `names` resolved with the shipped catalog.
-fn job_with(names: &[&str]) -> JobMessage {
+pub(crate) fn job_with(names: &[&str]) -> JobMessage {
     let mut job = job("local");
     let requests: Vec<_> = names
         .iter()
@@ -132,6 +132,9 @@ fn a_create_with_two_taskservs_writes_their_scripts_and_runs_the_driver_after_ev
         }
     }
     assert_eq!(steps[1].params["port"], 6379);
+    // Each step's declared outputs, for the simulated boot to report.
+    assert_eq!(steps[0].outputs, ["socket", "version"]);
+    assert_eq!(steps[1].outputs, ["port"]);
 
     // EESSI's commands first, then curl, then the driver, last.
     let runcmd = doc["runcmd"].as_array().unwrap();

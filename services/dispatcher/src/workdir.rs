@@ -19,6 +19,9 @@ pub enum WorkdirError {
     /// A taskserv of the plan could not be rendered, or there is no catalog to render it.
     #[error("could not prepare the VM's taskservs: {0}")]
     Taskserv(#[from] crate::taskserv_boot::TaskservError),
+    /// A cluster's node needs its cluster's secret, which is derived from the callback key.
+    #[error("the VM is a node of cluster {cluster}, whose secret is derived from the callback key: no callback key is configured")]
+    NoClusterKey { cluster: domain::cluster::ClusterId },
     #[error("could not render cloud-init: {0}")]
     CloudInit(#[from] askama::Error),
     #[error("could not encode the job's variables: {0}")]
@@ -74,12 +77,14 @@ pub fn prepare(
     };
     let taskservs =
         crate::taskserv_boot::compose(job, config.taskservs.as_deref(), config.callbacks.as_ref())?;
+    let cluster_secret = crate::cluster_secret::for_job(job, config.callbacks.as_ref())?;
     let user_data = crate::cloud_init::render(
         job,
         &provider.cloud_init,
         &urls,
         &deploy_key,
         &taskservs.files,
+        cluster_secret.as_ref(),
     )?;
     if user_data.len() > USER_DATA_WARN {
         tracing::warn!(
@@ -316,7 +321,8 @@ pub(crate) mod tests {
         let vars = variables(&job, "#cloud-config\n", &[]);
         assert_eq!(vars["vm_name"], "my-vm-1");
         let user_data =
-            crate::cloud_init::render(&job, &provider("local").cloud_init, &[], "", &[]).unwrap();
+            crate::cloud_init::render(&job, &provider("local").cloud_init, &[], "", &[], None)
+                .unwrap();
         assert!(user_data.contains("\nhostname: my-vm-1\n"), "{user_data}");
         assert!(!user_data.contains("My_VM.1"), "{user_data}");
     }

@@ -9,9 +9,30 @@ use crate::catalog::Catalog;
 use crate::definition::DependencyKind;
 
 pub(crate) fn check(catalog: &Catalog) -> Result<(), String> {
+    output_keys_are_words(catalog)?;
     dependencies_exist(catalog)?;
     no_cycle(catalog)?;
     no_conflict_with_requirements(catalog)
+}
+
+/// An output key is written `key=value` by the script and named in references
+/// (`{{ roles.<role>[0].outputs.<key> }}`): letters, digits, `_` and `-`.
+fn output_keys_are_words(catalog: &Catalog) -> Result<(), String> {
+    for def in catalog.definitions() {
+        for key in def.outputs.keys() {
+            let word = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !word {
+                return Err(format!(
+                    "{} declares the output {key:?}: an output key is letters, digits, _ and -",
+                    def.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn dependencies_exist(catalog: &Catalog) -> Result<(), String> {

@@ -23,6 +23,10 @@ pub struct Definition {
     pub on_error: OnError,
     pub max_retries: u8,
     pub health: Health,
+    /// The keys its install script writes to `$TASKSERV_OUTPUTS`, each with a sentence
+    /// saying what it holds (a URL, where a secret is kept: never a secret).
+    #[serde(default)]
+    pub outputs: BTreeMap<String, String>,
 }
 
 impl Definition {

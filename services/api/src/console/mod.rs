@@ -5,8 +5,17 @@
 //! The pages are not API routes: they answer HTML (a sign-in page, a 404 page) where the
 //! API answers JSON, and they are left out of the OpenAPI document.
 
+mod admin;
 mod assets;
+mod create;
+mod form;
+mod keys;
+mod limits;
+mod live;
+mod log;
 mod session;
+mod tokens;
+mod vm_actions;
 mod vms;
 
 use askama::Template;
@@ -19,11 +28,31 @@ use time::OffsetDateTime;
 use crate::auth::Principal;
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(vms::list_vms))
-        .route("/vms", get(vms::list_vms))
+        .route("/vms", get(vms::list_vms).post(create::create_vm))
+        .route("/vms/new", get(create::new_vm))
         .route("/vms/{id}", get(vms::show_vm))
+        .route("/vms/{id}/extend", post(vm_actions::extend_vm))
+        .route("/vms/{id}/destroy", post(vm_actions::destroy_vm))
+        .route("/vms/{id}/retry", post(vm_actions::retry_vm))
+        .route("/vms/{id}/jobs/{job}/cancel", post(vm_actions::cancel_job))
+        .route(
+            "/vms/{id}/jobs/{job}/force-cancel",
+            post(vm_actions::force_cancel_job),
+        )
+        .route("/keys", get(keys::list_keys).post(keys::add_key))
+        .route("/keys/generate", post(keys::generate_key))
+        .route("/keys/{id}/delete", post(keys::delete_key))
+        .route(
+            "/tokens",
+            get(tokens::list_tokens).post(tokens::create_token),
+        )
+        .route("/tokens/{id}/revoke", post(tokens::revoke_token))
+        .route("/limits", get(limits::show_limits))
+        .merge(live::router(state.clone()))
+        .merge(admin::router())
         .route(
             "/sign-in",
             get(session::sign_in_page).post(session::sign_in),
@@ -35,6 +64,7 @@ pub fn router() -> Router<AppState> {
 /// What the base template shows on every page: the style sheet's URL and who is signed in.
 pub(crate) struct Layout {
     pub css: &'static str,
+    pub js: &'static str,
     /// The signed-in user's email; `None` on the sign-in page.
     pub who: Option<String>,
     pub admin: bool,
@@ -44,6 +74,7 @@ impl Layout {
     fn signed_out() -> Self {
         Layout {
             css: assets::css_path(),
+            js: assets::js_path(),
             who: None,
             admin: false,
         }
@@ -52,6 +83,7 @@ impl Layout {
     fn of(principal: &Principal) -> Self {
         Layout {
             css: assets::css_path(),
+            js: assets::js_path(),
             who: Some(principal.email.clone()),
             admin: principal.is_admin(),
         }
@@ -91,7 +123,8 @@ fn page(status: StatusCode, template: &impl Template) -> Response {
                 (
                     header::CONTENT_SECURITY_POLICY,
                     HeaderValue::from_static(
-                        "default-src 'none'; style-src 'self'; form-action 'self'; \
+                        "default-src 'none'; style-src 'self'; script-src 'self'; \
+                         connect-src 'self'; form-action 'self'; \
                          frame-ancestors 'none'; base-uri 'none'",
                     ),
                 ),

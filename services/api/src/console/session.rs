@@ -22,7 +22,7 @@ use domain::identity::UserId;
 use serde::Deserialize;
 
 use super::{page, Layout};
-use crate::auth::{admin_token, tokens, Principal};
+use crate::auth::{admin_token, tokens, Credential, Principal};
 use crate::oidc::session::cookie;
 use crate::{ApiError, AppState};
 
@@ -35,29 +35,65 @@ const TOKEN_COOKIE: &str = "provisioning_console_token";
 const TOKEN_COOKIE_MAX_AGE: u64 = 12 * 3600;
 
 /// The signed-in principal of a page's request; `None` when no credential lets it in (none,
-/// revoked, expired, a disabled user, a session that ended).
+/// revoked, expired, a disabled user, a session that ended). As for the API's reads, the
+/// page waits (bounded) until the read models show the caller's last write: the page a
+/// form leads to shows what it did.
 pub(crate) async fn signed_in(
     state: &AppState,
     parts: &Parts,
 ) -> Result<Option<Principal>, ApiError> {
-    let user = match cookie(&parts.headers, TOKEN_COOKIE) {
+    let Some((principal, _)) = signed_in_with(state, parts).await? else {
+        return Ok(None);
+    };
+    crate::answers::own_writes(state, principal.user).await?;
+    Ok(Some(principal))
+}
+
+/// The signed-in principal and the credential that let them in.
+pub(crate) async fn signed_in_with(
+    state: &AppState,
+    parts: &Parts,
+) -> Result<Option<(Principal, Credential)>, ApiError> {
+    let found = match cookie(&parts.headers, TOKEN_COOKIE) {
         Some(value) => match URL_SAFE_NO_PAD.decode(value).ok() {
             Some(token) => user_of_token(state, &String::from_utf8_lossy(&token)).await?,
             None => None,
         },
-        None => unless_unauthorized(crate::auth::session::user_of(state, parts).await)?,
+        None => {
+            let user = unless_unauthorized(crate::auth::session::user_of(state, parts).await)?;
+            let id_hash = crate::oidc::session::session_id(&parts.headers)
+                .map(|id| crate::oidc::hash(&id))
+                .unwrap_or_default();
+            user.map(|user| (user, Credential::Session(id_hash)))
+        }
     };
-    let Some(user) = user else { return Ok(None) };
-    unless_unauthorized(crate::auth::principal_of(state, user).await.map(Some))
+    let Some((user, credential)) = found else {
+        return Ok(None);
+    };
+    let principal = unless_unauthorized(crate::auth::principal_of(state, user).await.map(Some))?;
+    Ok(principal.map(|p| (p, credential)))
 }
 
-/// The user of a personal API token or of the admin token; `None` for anything else.
-async fn user_of_token(state: &AppState, token: &str) -> Result<Option<UserId>, ApiError> {
+/// The user of a personal API token or of the admin token, with the credential it is;
+/// `None` for anything else.
+async fn user_of_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Option<(UserId, Credential)>, ApiError> {
     if token.starts_with(tokens::PREFIX) {
         let live = unless_unauthorized(tokens::user_of(state, token).await.map(Some))?;
-        return Ok(live.map(|live| UserId::new(live.user_id)));
+        return Ok(live.map(|live| {
+            let credential = Credential::Token {
+                id: live.id,
+                hash: tokens::hash(token),
+                expires_at: live.expires_at,
+                admin_token_hash: live.admin_token_hash,
+            };
+            (UserId::new(live.user_id), credential)
+        }));
     }
-    Ok(admin_token::matches(state, token).then_some(UserId::BUILTIN_ADMIN))
+    Ok(admin_token::matches(state, token)
+        .then_some((UserId::BUILTIN_ADMIN, Credential::AdminToken)))
 }
 
 fn unless_unauthorized<T>(result: Result<Option<T>, ApiError>) -> Result<Option<T>, ApiError> {
@@ -161,7 +197,7 @@ pub(crate) async fn sign_in(
         true => None,
         false => user_of_token(&state, token).await?,
     };
-    let active = match user {
+    let active = match user.map(|(user, _)| user) {
         Some(user) => unless_unauthorized(crate::auth::principal_of(&state, user).await.map(Some))?,
         None => None,
     };
@@ -225,7 +261,7 @@ fn secure(state: &AppState) -> &'static str {
 }
 
 /// Whether a form's request names this site as its origin (`Origin`, or else `Referer`).
-fn from_this_site(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn from_this_site(state: &AppState, headers: &HeaderMap) -> bool {
     let Ok(public) = url::Url::parse(&state.public_url) else {
         return false;
     };

@@ -12,6 +12,7 @@ use axum::response::Response;
 use domain::identity::UserId;
 use domain::provisioning::VmId;
 
+use super::form::Refusal;
 use super::session::{sign_in_required, signed_in};
 use super::{not_found, page, shown, Layout};
 use crate::auth::Principal;
@@ -125,6 +126,10 @@ struct JobLine {
     queued: String,
     ended: String,
     reason: String,
+    /// Queued or running: it may be cancelled.
+    open: bool,
+    /// Running: a cancel that did not stop it may be forced.
+    running: bool,
 }
 
 struct EventLine {
@@ -147,6 +152,16 @@ struct VmPage {
     events: Vec<EventLine>,
     /// Whether older events were left out.
     earlier: bool,
+    /// What was just done, when the page follows a form.
+    notice: Option<&'static str>,
+    /// Why what was asked was refused.
+    refusal: Option<String>,
+    /// The longest extension the form offers.
+    max_extend: u16,
+    /// The latest job's Terraform output.
+    log: Vec<super::log::LogShown>,
+    /// The VM's last event the page shows: its stream resumes after it.
+    since: u64,
 }
 
 /// `GET /console/vms/{id}`.
@@ -162,10 +177,24 @@ pub(crate) async fn show_vm(
     let Ok(vm) = id.parse::<VmId>() else {
         return Ok(not_found(&principal, format!("There is no VM {id}.")));
     };
-    match state.app.visible(&principal, vm).await {
+    let notice = parts.uri.query().and_then(super::vm_actions::notice);
+    vm_answer(&state, &principal, vm, StatusCode::OK, notice, None).await
+}
+
+/// VM `vm`'s page with `status`, a notice of what was just done, or a refusal of what was
+/// asked; the 404 page when the caller may not see it.
+pub(crate) async fn vm_answer(
+    state: &AppState,
+    principal: &Principal,
+    vm: VmId,
+    status: StatusCode,
+    notice: Option<&'static str>,
+    refusal: Option<Refusal>,
+) -> Result<Response, ApiError> {
+    match state.app.visible(principal, vm).await {
         Ok(()) => {}
         Err(app::Error::NotFound(_)) => {
-            return Ok(not_found(&principal, format!("There is no VM {vm}.")))
+            return Ok(not_found(principal, format!("There is no VM {vm}.")))
         }
         Err(e) => return Err(e.into()),
     }
@@ -173,12 +202,12 @@ pub(crate) async fn show_vm(
         store::views::get(&state.app.pool, vm).await?,
         store::views::view(&state.app.pool, vm).await?,
     ) else {
-        return Ok(not_found(&principal, format!("There is no VM {vm}.")));
+        return Ok(not_found(principal, format!("There is no VM {vm}.")));
     };
-    Ok(page(
-        StatusCode::OK,
-        &vm_page(&state, &principal, vm, row, view).await?,
-    ))
+    let mut shown = vm_page(state, principal, vm, row, view).await?;
+    shown.notice = notice;
+    shown.refusal = refusal.map(|r| r.detail);
+    Ok(page(status, &shown))
 }
 
 async fn vm_page(
@@ -206,9 +235,13 @@ async fn vm_page(
             queued: shown(job.queued_at),
             ended: job.ended_at.map(shown).unwrap_or_default(),
             reason: job.reason.clone().unwrap_or_default(),
+            open: !job.state.is_finished(),
+            running: job.state == domain::provisioning::JobState::Running,
         })
         .collect();
     let (events, earlier) = history(state, vm).await?;
+    let job_ids: Vec<u32> = view.jobs.iter().map(|j| j.id.get()).collect();
+    let log = super::log::latest_job_lines(&state.app.pool, vm, &job_ids).await?;
     Ok(VmPage {
         layout: Layout::of(principal),
         vm: VmLine::of(&row, &owners),
@@ -218,6 +251,11 @@ async fn vm_page(
         taskservs: row.taskservs.0.iter().map(Into::into).collect(),
         events,
         earlier,
+        notice: None,
+        refusal: None,
+        max_extend: 168,
+        log,
+        since: view.last_sequence,
     })
 }
 

@@ -20,6 +20,12 @@ pub async fn fallback(State(state): State<AppState>, method: Method, uri: Uri) -
         Some(dir) if !api && (method == Method::GET || method == Method::HEAD) => {
             serve(dir, path).await
         }
+        // No frontend: `/` is the console's.
+        None if path == "/" && (method == Method::GET || method == Method::HEAD) => (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, HeaderValue::from_static("/console"))],
+        )
+            .into_response(),
         _ => ApiError::NotFound("no such route".into()).into_response(),
     }
 }

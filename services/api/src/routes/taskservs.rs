@@ -152,6 +152,10 @@ pub struct TaskservOut {
     pub health_timeout_secs: u32,
     /// The providers on which an admin disabled it.
     pub disabled_on: Vec<String>,
+    /// The outputs its install script reports once installed, by key, each with what it
+    /// holds (a URL, a port, where a secret is kept on the VM: never a secret). Cluster
+    /// templates refer to these (`{{ roles.<role>[0].outputs.<key> }}`).
+    pub outputs: BTreeMap<String, String>,
 }
 
 impl From<app::taskservs::TaskservListing> for TaskservOut {
@@ -175,6 +179,7 @@ impl From<app::taskservs::TaskservListing> for TaskservOut {
             max_retries: d.max_retries,
             health_timeout_secs: d.health.timeout_secs,
             disabled_on: listing.disabled_on,
+            outputs: d.outputs,
         }
     }
 }

@@ -121,7 +121,10 @@ pub async fn create_token(
 
 /// What a new token made with `credential` records of it: the token that made it, and the
 /// admin token it comes from (`admin_token_hash`: the one set now), passed down the chain.
-fn minted_with<'a>(credential: &'a Credential, admin_token_hash: Option<&'a [u8]>) -> Minted<'a> {
+pub(crate) fn minted_with<'a>(
+    credential: &'a Credential,
+    admin_token_hash: Option<&'a [u8]>,
+) -> Minted<'a> {
     match credential {
         Credential::Token {
             id,
@@ -141,7 +144,7 @@ fn minted_with<'a>(credential: &'a Credential, admin_token_hash: Option<&'a [u8]
 
 /// When `credential` stops working by itself: a token's expiry, a JWT's `exp`. Sessions
 /// are not counted: signing in is how a user makes a long-lived token on purpose.
-fn expires_at_of(credential: &Credential) -> Option<OffsetDateTime> {
+pub(crate) fn expires_at_of(credential: &Credential) -> Option<OffsetDateTime> {
     match credential {
         Credential::Token { expires_at, .. } => *expires_at,
         Credential::Jwt(token) => jwt::expires_at(token),

@@ -146,6 +146,22 @@ fn a_reference_to_a_role_made_later_or_not_at_all_is_refused() {
 }
 
 #[test]
+fn a_reference_to_an_output_the_role_s_taskservs_do_not_declare_is_refused() {
+    let err = refused(
+        "roles.server[0].outputs.server_url",
+        "roles.server[0].outputs.join_url",
+    );
+    assert!(
+        err.contains(
+            "role worker, taskserv k3s: param server_url: it refers to output join_url of role \
+             server, which none of that role's taskservs (k3s) declares \
+             (they declare: kubeconfig, server_url, token_file)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn taskservs_unknown_conflicting_or_given_unknown_params_are_refused() {
     let err = refused(
         r#"[{ name = "k3s", params"#,

@@ -78,7 +78,7 @@ impl TestApp {
 /// The cluster's events in order: (type, data, position).
 pub async fn cluster_events(pool: &store::PgPool, id: &str) -> Vec<(String, Value, i64)> {
     let rows: Vec<(String, String, i64)> = store::sqlx::query_as(
-        "SELECT event_type, (payload::jsonb->'data')::text, position FROM events
+        "SELECT event_type, coalesce(payload::jsonb->'data', 'null')::text, position FROM events
          WHERE aggregate_type = 'Cluster' AND aggregate_id = $1 ORDER BY sequence",
     )
     .bind(id)

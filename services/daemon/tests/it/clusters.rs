@@ -248,7 +248,10 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
         .delete_json(&format!("/api/v1/clusters/{id}"), 202)
         .await;
     let gone = app.wait_for_cluster(&id, "destroyed", WITHIN).await;
-    assert!(gone["nodes"].as_array().unwrap().is_empty(), "{gone:#}");
+    // Its last nodes stay listed, each with its VM destroyed.
+    let last = gone["nodes"].as_array().unwrap();
+    assert_eq!(last.len(), 2, "{gone:#}");
+    assert!(last.iter().all(|n| n["status"] == "destroyed"), "{gone:#}");
     for node in ready["nodes"].as_array().unwrap() {
         let vm = app.vm(node["vm_id"].as_str().unwrap()).await;
         assert_eq!(vm.status, "destroyed");

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::helpers::{spawn_app_with, vm_request, TestApp};
 use crate::users::Caller;
 
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     spawn_app_with(Roles {
         dispatcher: false,
         ..Roles::ALL
@@ -18,7 +18,7 @@ async fn app() -> TestApp {
 }
 
 /// A browser that does not follow redirects, so the tests see them.
-fn browser() -> reqwest::Client {
+pub(crate) fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -26,7 +26,7 @@ fn browser() -> reqwest::Client {
 }
 
 /// Posts `token` to the sign-in form from the console's own page.
-async fn post_sign_in(app: &TestApp, token: &str, next: &str) -> reqwest::Response {
+pub(crate) async fn post_sign_in(app: &TestApp, token: &str, next: &str) -> reqwest::Response {
     browser()
         .post(format!("{}/console/sign-in", app.address))
         .header("origin", &app.address)
@@ -37,7 +37,7 @@ async fn post_sign_in(app: &TestApp, token: &str, next: &str) -> reqwest::Respon
 }
 
 /// Signs in with `token`; the `Cookie` header the browser sends afterwards.
-async fn sign_in(app: &TestApp, token: &str) -> String {
+pub(crate) async fn sign_in(app: &TestApp, token: &str) -> String {
     let response = post_sign_in(app, token, "/console").await;
     assert_eq!(response.status(), 303);
     assert_eq!(response.headers()["location"], "/console");
@@ -54,7 +54,7 @@ async fn sign_in(app: &TestApp, token: &str) -> String {
 }
 
 /// The status and body of `GET path` with `cookie`.
-async fn page(app: &TestApp, cookie: &str, path: &str) -> (u16, String) {
+pub(crate) async fn page(app: &TestApp, cookie: &str, path: &str) -> (u16, String) {
     let mut request = browser().get(format!("{}{path}", app.address));
     if !cookie.is_empty() {
         request = request.header("cookie", cookie);
@@ -68,7 +68,7 @@ async fn page(app: &TestApp, cookie: &str, path: &str) -> (u16, String) {
     (status, response.text().await.unwrap())
 }
 
-fn assert_is_a_page(body: &str) {
+pub(crate) fn assert_is_a_page(body: &str) {
     assert!(body.contains("<html lang=\"en\">"), "{body}");
     assert!(body.contains("<main"), "{body}");
     assert!(body.contains("href=\"#content\""), "a skip link: {body}");
@@ -76,7 +76,7 @@ fn assert_is_a_page(body: &str) {
 
 /// A VM named `name` requested by `caller` (template `medium` with grafana), once the read
 /// model shows it; its id.
-async fn vm_of(caller: &Caller, name: &str) -> String {
+pub(crate) async fn vm_of(caller: &Caller, name: &str) -> String {
     let body = vm_request(json!({
         "name": name,
         "template": "medium",

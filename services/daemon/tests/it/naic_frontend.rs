@@ -85,9 +85,13 @@ async fn the_frontend_is_served_at_the_root_with_its_routes_and_never_for_the_ap
 }
 
 #[tokio::test]
-async fn without_a_frontend_every_unknown_path_is_the_json_404() {
+async fn without_a_frontend_every_unknown_path_but_the_root_is_the_json_404() {
     let app = app_serving(None).await;
-    for path in ["/", "/dashboard", "/api/nothing"] {
+    // `/` is the console's then: it leads to its sign-in page.
+    let root = get(&app, "/").await;
+    assert_eq!(root.url().path(), "/console");
+    assert_eq!(root.status(), 401);
+    for path in ["/dashboard", "/api/nothing"] {
         let response = get(&app, path).await;
         assert_eq!(response.status(), 404, "{path}");
         let body: Value = response.json().await.unwrap();

@@ -141,6 +141,16 @@ async fn a_local_vm_with_taskservs_reports_each_in_plan_order_and_runs_only_afte
         .unwrap();
     assert_eq!(grafana.data["outputs"]["simulated"], "true", "{grafana:?}");
     assert_eq!(grafana.data["outputs"]["port"], "3000", "{grafana:?}");
+    // Its declared outputs too, with made-up values.
+    assert_eq!(
+        grafana.data["outputs"]["admin_user"], "simulated-admin_user",
+        "{grafana:?}"
+    );
+    let url = grafana.data["outputs"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://") && url.ends_with(":3000"),
+        "{url}"
+    );
 }
 
 #[tokio::test]

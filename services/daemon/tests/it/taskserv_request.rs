@@ -62,6 +62,8 @@ async fn the_catalog_lists_each_taskserv_with_its_params_and_dependencies() {
         .unwrap()
         .contains(&json!({"name": "docker", "kind": "requires"})));
     assert_eq!(grafana["disabled_on"], json!([]));
+    let outputs: Vec<&String> = grafana["outputs"].as_object().unwrap().keys().collect();
+    assert_eq!(outputs, ["admin_password_file", "admin_user", "url"]);
     // The cluster templates, checked against these taskservs at start.
     let clusters: Vec<Value> = app.get_json("/api/v1/extensions/clusters").await;
     let names: Vec<&str> = clusters

@@ -35,6 +35,7 @@ pub(crate) fn def(n: &str, deps: &[(&str, DependencyKind)]) -> Definition {
         on_error: OnError::Stop,
         max_retries: 0,
         health: Health::default(),
+        outputs: BTreeMap::new(),
     }
 }
 

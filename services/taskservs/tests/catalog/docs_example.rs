@@ -55,4 +55,10 @@ fn the_documented_example_taskserv_loads_renders_and_passes_shellcheck() {
         .unwrap();
     shellcheck("memcached/install.sh", &rendered.install);
     shellcheck("memcached/health.sh", &rendered.health);
+    let written = super::outputs::written_outputs("memcached/install.sh", &rendered.install);
+    let declared: Vec<&String> = catalog
+        .definitions()
+        .flat_map(|d| d.outputs.keys())
+        .collect();
+    assert_eq!(written.iter().collect::<Vec<_>>(), declared);
 }

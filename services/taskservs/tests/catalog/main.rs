@@ -10,6 +10,7 @@ use domain::taskservs::{TaskservName, TaskservRequest};
 use taskservs::{driver, Catalog, StepCallbacks, Target, VmFacts};
 
 mod docs_example;
+mod outputs;
 mod run_sh;
 
 fn shipped() -> PathBuf {
