@@ -12,8 +12,7 @@ use headers::Headers;
 use links::Links;
 
 use crate::routes::{
-    admin, auth, callbacks, cli, clusters, health, me, providers, ssh_keys, taskservs, tokens,
-    vms,
+    admin, auth, callbacks, cli, clusters, health, me, providers, ssh_keys, taskservs, tokens, vms,
 };
 use crate::AppState;
 
