@@ -7,6 +7,7 @@
 
 mod admin;
 mod assets;
+mod clusters;
 mod create;
 mod form;
 mod keys;
@@ -51,6 +52,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/limits", get(limits::show_limits))
+        .route("/clusters", get(clusters::list_clusters))
+        .route("/clusters/{id}", get(clusters::show_cluster))
         .merge(live::router(state.clone()))
         .merge(admin::router())
         .route(

@@ -26,6 +26,23 @@ impl App {
                 .provider(provider.as_str())
                 .is_some_and(|def| def.enabled && self.credentials.present(def)))
     }
+
+    /// Ok when VMs may be requested on `provider` now; else why not, as a refusal of the
+    /// request's `provider` field.
+    pub(crate) async fn check_provider(&self, provider: &ProviderId) -> Result<(), Error> {
+        if store::catalog::provider(&self.pool, provider)
+            .await?
+            .is_none()
+        {
+            let reason = format!("{:?} does not exist", provider.as_str());
+            return Err(Error::invalid("provider", reason));
+        }
+        if !self.provider_available(provider).await? {
+            let reason = format!("{:?} is disabled or lacks credentials", provider.as_str());
+            return Err(Error::invalid("provider", reason));
+        }
+        Ok(())
+    }
 }
 
 /// What a catalog change left: `value` as the catalog's own state shows it, and the

@@ -123,17 +123,7 @@ impl App {
         input: &ClusterRequest,
     ) -> Result<(Topology, Vec<TemplateRow>), Error> {
         let provider = &input.provider;
-        if store::catalog::provider(&self.pool, provider)
-            .await?
-            .is_none()
-        {
-            let reason = format!("{:?} does not exist", provider.as_str());
-            return Err(Error::invalid("provider", reason));
-        }
-        if !self.provider_available(provider).await? {
-            let reason = format!("{:?} is disabled or lacks credentials", provider.as_str());
-            return Err(Error::invalid("provider", reason));
-        }
+        self.check_provider(provider).await?;
         let asked: BTreeMap<String, u32> = input
             .roles
             .iter()

@@ -143,17 +143,7 @@ impl App {
     async fn validate(&self, input: &VmRequest, caller: &Caller) -> Result<VmSpec, Error> {
         let owner = &caller.principal;
         let provider = &input.provider;
-        if store::catalog::provider(&self.pool, provider)
-            .await?
-            .is_none()
-        {
-            let reason = format!("{:?} does not exist", provider.as_str());
-            return Err(Error::invalid("provider", reason));
-        }
-        if !self.provider_available(provider).await? {
-            let reason = format!("{:?} is disabled or lacks credentials", provider.as_str());
-            return Err(Error::invalid("provider", reason));
-        }
+        self.check_provider(provider).await?;
         let row = store::catalog::template(&self.pool, provider, &input.template)
             .await?
             .filter(|t| t.enabled)

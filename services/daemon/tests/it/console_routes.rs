@@ -10,7 +10,7 @@ use crate::console::{app, browser, page, sign_in, vm_of};
 /// in (`401` with the form; the streams a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 11] = [
+const PAGES: [&str; 13] = [
     "/console/admin/catalog",
     "/console",
     "/console/vms",
@@ -19,6 +19,8 @@ const PAGES: [&str; 11] = [
     "/console/keys",
     "/console/tokens",
     "/console/limits",
+    "/console/clusters",
+    "/console/clusters/{id}",
     "/console/admin/users",
     "/console/admin/policies",
     "/console/admin/dead-letters",

@@ -17,6 +17,7 @@ mod cluster_templates;
 mod clusters;
 mod console;
 mod console_browser;
+mod console_clusters;
 mod console_forms;
 mod console_routes;
 mod contract;
