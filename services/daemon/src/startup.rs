@@ -576,18 +576,7 @@ pub async fn check_catalog(
     pool: &store::PgPool,
     registry: &registry::Registry,
 ) -> Result<(), StartupError> {
-    let templates = store::catalog::all_templates(pool, None)
-        .await
-        .map_err(store::StoreError::from)?;
-    let rows: Vec<registry::CatalogTemplate> = templates
-        .into_iter()
-        .map(|t| registry::CatalogTemplate {
-            provider: t.provider_id,
-            template: t.id,
-            enabled: t.enabled,
-        })
-        .collect();
-    match registry.catalog_problems(&rows) {
+    match app::catalog::catalog_problems(pool, registry).await? {
         problems if problems.is_empty() => Ok(()),
         problems => Err(StartupError::Catalog(problems)),
     }

@@ -31,7 +31,7 @@ use crate::AppState;
         tokens::create_token, tokens::list_tokens, tokens::delete_token, me::get_me,
         providers::list_providers, providers::list_templates,
         admin::list_all_providers, admin::create_provider, admin::update_provider,
-        admin::reorder_providers, admin::list_all_templates, admin::create_template,
+        admin::reorder_providers, admin::validate_providers, admin::list_all_templates, admin::create_template,
         admin::update_template, admin::reorder_templates, admin::list_catalog_events,
         admin::set_taskserv_enabled,
         taskservs::list_taskservs, taskservs::install_vm_taskservs, taskservs::install_extension,

@@ -5,7 +5,7 @@
 mod providers;
 mod templates;
 
-pub use providers::{NewProvider, ProviderChanges};
+pub use providers::{catalog_problems, NewProvider, ProviderChanges};
 pub use templates::NewTemplate;
 
 use domain::catalog::{Catalog, CatalogCommand};

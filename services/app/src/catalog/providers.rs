@@ -115,3 +115,37 @@ fn provider(catalog: &Catalog, id: &ProviderId) -> Result<ProviderSpec, Error> {
         .cloned()
         .ok_or_else(|| Error::NotFound(format!("no provider {:?}", id.as_str())))
 }
+
+/// The registry's check of the catalog as it is now, as the daemon checks it at start (the
+/// catalog may have changed since): an enabled template of a provider the registry lacks or
+/// disables. Each problem names its provider and template.
+pub async fn catalog_problems(
+    pool: &store::PgPool,
+    registry: &registry::Registry,
+) -> Result<Vec<String>, store::StoreError> {
+    let templates = store::catalog::all_templates(pool, None).await?;
+    let rows: Vec<registry::CatalogTemplate> = templates
+        .into_iter()
+        .map(|t| registry::CatalogTemplate {
+            provider: t.provider_id,
+            template: t.id,
+            enabled: t.enabled,
+        })
+        .collect();
+    Ok(registry.catalog_problems(&rows))
+}
+
+impl crate::App {
+    /// The registry's problems with the catalog now ([`catalog_problems`]); admins only.
+    pub async fn validate_providers(
+        &self,
+        caller: &crate::Caller,
+    ) -> Result<Vec<String>, crate::Error> {
+        if !caller.principal.is_admin() {
+            return Err(crate::Error::forbidden(
+                "only admins validate the provider registry",
+            ));
+        }
+        Ok(catalog_problems(&self.pool, &self.registry).await?)
+    }
+}

@@ -173,6 +173,18 @@ pub async fn validate(api: &Api, format: Format, only: Option<&str>) -> Result<(
             detail: format!("no provider {id}"),
         });
     }
+    // An admin also gets the server's check of the catalog against the provider registry;
+    // another caller may not ask it (403) and gets what the API shows.
+    let registry: Vec<String> = match api.get("/api/v1/admin/providers/validate", &[]).await {
+        Ok(found) => found["problems"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str().map(str::to_owned))
+            .collect(),
+        Err(CliError::Api { status: 403, .. }) => vec![],
+        Err(e) => return Err(e),
+    };
     let mut results = vec![];
     for p in &selected {
         let templates = match api
@@ -192,6 +204,8 @@ pub async fn validate(api: &Api, format: Format, only: Option<&str>) -> Result<(
         if p.available && templates == 0 {
             problems.push("no template offered".to_owned());
         }
+        let named = format!("template {}/", p.id);
+        problems.extend(registry.iter().filter(|r| r.starts_with(&named)).cloned());
         results.push(serde_json::json!({
             "provider": p.id,
             "enabled": p.enabled,

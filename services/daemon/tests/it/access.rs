@@ -169,6 +169,7 @@ fn routes() -> Vec<Route> {
             Some(json!({"enabled": true})),
         ),
         r("GET", "/api/v1/admin/catalog/events", Admin, None),
+        r("GET", "/api/v1/admin/providers/validate", Admin, None),
         r("GET", "/api/v1/admin/dead-letters", Admin, None),
         r(
             "POST",

@@ -446,3 +446,14 @@ fn find_opt<'a>(list: &'a Value, id: &str) -> Option<&'a Value> {
         .iter()
         .find(|item| item["id"] == id)
 }
+
+#[tokio::test]
+async fn an_admin_validates_the_catalog_against_the_provider_registry() {
+    let app = spawn_app().await;
+    let checked = get_json(&app, "/api/v1/admin/providers/validate").await;
+    let hcl = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hcl"));
+    let registry = registry::Registry::load(hcl).unwrap();
+    assert_eq!(checked["providers"], registry.providers.len());
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(checked["problems"], json!([]));
+}

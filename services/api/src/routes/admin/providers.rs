@@ -22,6 +22,7 @@ pub fn router() -> Router<AppState> {
             get(list_all_providers).post(create_provider),
         )
         .route("/admin/providers/order", put(reorder_providers))
+        .route("/admin/providers/validate", get(validate_providers))
         .route("/admin/providers/{provider}", patch(update_provider))
 }
 
@@ -176,4 +177,36 @@ pub async fn reorder_providers(
 /// A provider id from the path; one that cannot exist is simply not found.
 fn path_id(provider: &str) -> Result<ProviderId, ApiError> {
     ProviderId::parse(provider).map_err(|_| ApiError::NotFound(format!("no provider {provider:?}")))
+}
+
+/// The registry's check of the catalog as it is now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationOut {
+    /// No problem found.
+    pub ok: bool,
+    /// Providers in the registry (`hcl/providers.toml`).
+    pub providers: usize,
+    /// Each problem, naming its provider and template: an enabled template of a provider
+    /// the registry lacks or disables.
+    pub problems: Vec<String>,
+}
+
+/// Checks the catalog as it is now against the provider registry, as the daemon does at
+/// start and `provisioningd providers validate` does (the catalog may have changed since
+/// the daemon started): an enabled template of a provider the registry lacks or disables.
+/// Admins.
+#[utoipa::path(get, path = "/api/v1/admin/providers/validate", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = ValidationOut), (status = 403, body = crate::error::ErrorBody)))]
+#[tracing::instrument(skip_all)]
+pub async fn validate_providers(
+    State(state): State<AppState>,
+    AppCaller(caller): AppCaller,
+) -> Result<Json<ValidationOut>, ApiError> {
+    let problems = state.app.validate_providers(&caller).await?;
+    Ok(Json(ValidationOut {
+        ok: problems.is_empty(),
+        providers: state.app.registry.providers.len(),
+        problems,
+    }))
 }
