@@ -54,9 +54,15 @@ pub async fn run(app: App, sweep: Duration, cancel: CancellationToken) {
     store::lease::follow(&pool, NAME, &cancel, || {
         let app = app.clone();
         let progress = progress.clone();
+        let cancel = cancel.clone();
         async move {
             let mut progress = progress.lock().await;
-            pass(&app, &mut progress, sweep).await
+            // A pass stopped midway loses nothing (see above): a stop need not wait for a
+            // statement that hangs.
+            tokio::select! {
+                _ = cancel.cancelled() => Ok(0),
+                done = pass(&app, &mut progress, sweep) => done,
+            }
         }
     })
     .await;
