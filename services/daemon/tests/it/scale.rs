@@ -69,9 +69,9 @@ async fn two_replicas_of_every_role_run_each_job_once() {
     .await
     .unwrap();
     assert_eq!(
-        locks, 5,
-        "one relay, one projector, one watchdog, one lifecycle sweep, one gauges publisher \
-         hold their leases"
+        locks, 6,
+        "one relay, one projector, one watchdog, one lifecycle sweep, one gauges publisher, \
+         one cluster coordinator hold their leases"
     );
     first.assert_consumers_drained().await;
 }
