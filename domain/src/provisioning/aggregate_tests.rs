@@ -5,7 +5,8 @@ use cqrs_es::Aggregate;
 
 use super::*;
 use crate::provisioning::{
-    Cidr, Diagnostic, DurationHours, ProviderId, Severity, SshPublicKey, TemplateId, VmName,
+    Cidr, Diagnostic, DurationHours, LogLineIn, ProviderId, Severity, SshPublicKey, TemplateId,
+    VmName,
 };
 
 pub(super) type Given = TestFramework<Provisioning>;
