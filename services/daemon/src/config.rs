@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use secrecy::SecretString;
 
+mod backend;
 mod drift;
 mod frontend;
 mod install;
@@ -14,6 +15,8 @@ mod lifecycle;
 mod local_boot;
 mod oidc;
 mod runner_bus;
+mod values;
+pub use backend::backend_connection;
 use drift::drift_check;
 use frontend::frontend_dir;
 pub use install::InstallConfig;
@@ -21,6 +24,13 @@ use kubernetes::kubernetes;
 pub use lifecycle::LifecycleConfig;
 pub use oidc::OidcConfig;
 pub use runner_bus::RunnerBusConfig;
+use values::{
+    count, db_limits, job_limits, max_runners, nats_replicas, positive_secs, ssh_widest_prefix,
+    trusted_client_ip_header,
+};
+pub use values::{
+    DEFAULT_KUBERNETES_MAX_RUNNERS, DEFAULT_STREAMS_PER_CALLER, DEFAULT_STREAM_CAPACITY,
+};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -279,154 +289,6 @@ impl Config {
     }
 }
 
-/// `PROVISIONING_SSH_WIDEST_PREFIX`: a prefix length from 1 to 32 (0 would allow the whole
-/// Internet, which is always refused).
-fn ssh_widest_prefix(var: &dyn Fn(&str) -> Option<String>) -> Result<u8, ConfigError> {
-    match var("PROVISIONING_SSH_WIDEST_PREFIX") {
-        None => Ok(api::DEFAULT_WIDEST_PREFIX),
-        Some(v) => v
-            .trim_start_matches('/')
-            .parse::<u8>()
-            .ok()
-            .filter(|n| (1..=32).contains(n))
-            .ok_or(ConfigError {
-                name: "PROVISIONING_SSH_WIDEST_PREFIX",
-                reason: "must be a prefix length from 1 to 32, such as 16".into(),
-            }),
-    }
-}
-
-/// `PROVISIONING_TRUSTED_CLIENT_IP_HEADER`: an HTTP header name, if set.
-fn trusted_client_ip_header(
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, ConfigError> {
-    let Some(name) = var("PROVISIONING_TRUSTED_CLIENT_IP_HEADER") else {
-        return Ok(None);
-    };
-    match axum::http::HeaderName::from_bytes(name.trim().as_bytes()) {
-        Ok(header) => Ok(Some(header.as_str().to_owned())),
-        Err(_) => Err(ConfigError {
-            name: "PROVISIONING_TRUSTED_CLIENT_IP_HEADER",
-            reason: "must be an HTTP header name, such as X-Forwarded-For".into(),
-        }),
-    }
-}
-
-/// The variable `name` in seconds above 0, or `default` when it is unset.
-fn positive_secs(
-    var: &dyn Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: std::time::Duration,
-) -> Result<std::time::Duration, ConfigError> {
-    match var(name) {
-        None => Ok(default),
-        Some(v) => match v.parse::<u64>() {
-            Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
-            _ => Err(ConfigError {
-                name,
-                reason: "must be a number of seconds above 0".into(),
-            }),
-        },
-    }
-}
-
-/// The job deadlines and the cancel cool-off, each in seconds above 0.
-fn job_limits(
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<domain::provisioning::JobLimits, ConfigError> {
-    let defaults = domain::provisioning::JobLimits::default();
-    let secs = |name, default| positive_secs(var, name, default);
-    Ok(domain::provisioning::JobLimits {
-        create: secs("PROVISIONING_DEADLINE_CREATE", defaults.create)?,
-        destroy: secs("PROVISIONING_DEADLINE_DESTROY", defaults.destroy)?,
-        refresh: secs("PROVISIONING_DEADLINE_REFRESH", defaults.refresh)?,
-        cancel_cooloff: secs("PROVISIONING_CANCEL_COOLOFF", defaults.cancel_cooloff)?,
-    })
-}
-
-/// Runners at once when `PROVISIONING_MAX_RUNNERS` is unset, with the Kubernetes executor:
-/// runner pods use the cluster, not this host.
-pub const DEFAULT_KUBERNETES_MAX_RUNNERS: usize = 32;
-
-/// `PROVISIONING_MAX_RUNNERS`, else a default: for local runners the number of cores (at
-/// least 2: a runner mostly waits for a cloud API, but Terraform and its provider plugins
-/// take a core while they plan), for Kubernetes [`DEFAULT_KUBERNETES_MAX_RUNNERS`].
-fn max_runners(
-    var: &dyn Fn(&str) -> Option<String>,
-    kubernetes: bool,
-) -> Result<usize, ConfigError> {
-    match var("PROVISIONING_MAX_RUNNERS") {
-        Some(n) => n
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or(ConfigError {
-                name: "PROVISIONING_MAX_RUNNERS",
-                reason: "must be a number above 0".into(),
-            }),
-        None if kubernetes => Ok(DEFAULT_KUBERNETES_MAX_RUNNERS),
-        None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
-    }
-}
-
-/// Messages a live stream's subscription holds unless `PROVISIONING_STREAM_CAPACITY` says.
-pub const DEFAULT_STREAM_CAPACITY: usize = 256;
-
-/// Streams and exports one caller may hold open at once unless
-/// `PROVISIONING_STREAMS_PER_CALLER` says.
-pub const DEFAULT_STREAMS_PER_CALLER: usize = api::STREAMS_PER_CALLER;
-
-/// The count in `name`, above 0, else `default`.
-fn count(
-    var: &dyn Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: usize,
-) -> Result<usize, ConfigError> {
-    match var(name) {
-        None => Ok(default),
-        Some(n) => n
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or(ConfigError {
-                name,
-                reason: "must be a number above 0".into(),
-            }),
-    }
-}
-
-/// `PROVISIONING_NATS_REPLICAS`: 1 (a single server) unless set.
-fn nats_replicas(var: &dyn Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
-    match var("PROVISIONING_NATS_REPLICAS") {
-        None => Ok(1),
-        Some(n) => n
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=bus::MAX_REPLICAS).contains(n))
-            .ok_or(ConfigError {
-                name: "PROVISIONING_NATS_REPLICAS",
-                reason: format!("must be a number from 1 to {}", bus::MAX_REPLICAS),
-            }),
-    }
-}
-
-/// `PROVISIONING_DB_STATEMENT_TIMEOUT_SECS` and
-/// `PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS`, over the defaults.
-fn db_limits(var: &dyn Fn(&str) -> Option<String>) -> Result<store::SessionLimits, ConfigError> {
-    let secs = |name, default| positive_secs(var, name, default);
-    let defaults = store::SessionLimits::default();
-    Ok(store::SessionLimits {
-        statement_timeout: secs(
-            "PROVISIONING_DB_STATEMENT_TIMEOUT_SECS",
-            defaults.statement_timeout,
-        )?,
-        idle_in_transaction_timeout: secs(
-            "PROVISIONING_DB_IDLE_TRANSACTION_TIMEOUT_SECS",
-            defaults.idle_in_transaction_timeout,
-        )?,
-    })
-}
-
 /// The credential values of the registry's providers: from the encrypted credentials file
 /// if configured, else from this process's environment. With the Kubernetes executor
 /// runners get Secret references instead, and the daemon holds no value.
@@ -448,67 +310,9 @@ pub fn credentials(
     ))
 }
 
-/// Splits a Postgres URL into Terraform's `conn_str` without the password (the `pg`
-/// backend needs `sslmode`; local servers have no TLS) and the password, which the runner
-/// passes as `PGPASSWORD` so that no argument list shows it. The URL's password is
-/// percent-encoded (`p%40ss` for `p@ss`); `PGPASSWORD` takes it decoded, and it is redacted
-/// from the runner's reports in that form.
-pub fn backend_connection(url: &str) -> Result<(String, Option<SecretString>), ConfigError> {
-    let invalid = || ConfigError {
-        name: "PROVISIONING_TF_BACKEND_URL",
-        reason: "must be a postgres:// URL".into(),
-    };
-    let mut parsed = url::Url::parse(url).map_err(|_| invalid())?;
-    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
-        return Err(invalid());
-    }
-    let password = match parsed.password() {
-        Some(encoded) => Some(SecretString::from(
-            percent_encoding::percent_decode_str(encoded)
-                .decode_utf8()
-                .map_err(|_| ConfigError {
-                    name: "PROVISIONING_TF_BACKEND_URL",
-                    reason: "the password must be percent-encoded UTF-8".into(),
-                })?
-                .into_owned(),
-        )),
-        None => None,
-    };
-    parsed.set_password(None).map_err(|_| invalid())?;
-    if !parsed.query_pairs().any(|(k, _)| k == "sslmode") {
-        parsed.query_pairs_mut().append_pair("sslmode", "disable");
-    }
-    Ok((parsed.to_string(), password))
-}
-
 #[cfg(test)]
 mod tests {
-    use secrecy::ExposeSecret;
-
     use super::*;
-
-    #[test]
-    fn the_backend_connection_keeps_the_password_out_of_the_conn_str() {
-        let (conn, password) =
-            backend_connection("postgres://tf:s3cret@db.example:5432/state").unwrap();
-        assert_eq!(conn, "postgres://tf@db.example:5432/state?sslmode=disable");
-        assert_eq!(password.unwrap().expose_secret(), "s3cret");
-        let (conn, password) =
-            backend_connection("postgres://tf@db/state?sslmode=require").unwrap();
-        assert_eq!(conn, "postgres://tf@db/state?sslmode=require");
-        assert!(password.is_none());
-        assert!(backend_connection("mysql://x/y").is_err());
-    }
-
-    #[test]
-    fn the_backend_password_is_percent_decoded() {
-        let (conn, password) = backend_connection("postgres://tf:p%40ss@db/s").unwrap();
-        assert_eq!(password.unwrap().expose_secret(), "p@ss");
-        assert_eq!(conn, "postgres://tf@db/s?sslmode=disable");
-        let (_, password) = backend_connection("postgres://tf:a%2Fb%3Ac%25d@db/s").unwrap();
-        assert_eq!(password.unwrap().expose_secret(), "a/b:c%d");
-        assert!(backend_connection("postgres://tf:%FF@db/s").is_err());
-    }
 
     #[test]
     fn the_runner_limit_defaults_by_executor_and_can_be_set() {
