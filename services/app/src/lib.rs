@@ -13,6 +13,7 @@ mod caller;
 pub mod catalog;
 pub mod clusters;
 mod error;
+mod gauges;
 pub mod idempotency;
 pub mod keys;
 pub mod network;

@@ -23,6 +23,33 @@ pub struct PlatformGauges {
     pub consumers: Vec<ConsumerLag>,
 }
 
+impl PlatformGauges {
+    /// The gauges of counts read now: `vms` as `(status, provider, count)`, `jobs` as
+    /// `(running, queued, oldest running job's age in seconds)`.
+    pub fn now(
+        vms: Vec<(String, String, i64)>,
+        jobs: (i64, i64, Option<f64>),
+        consumers: Vec<ConsumerLag>,
+    ) -> Self {
+        let (running, queued, oldest) = jobs;
+        PlatformGauges {
+            version: 1,
+            at: OffsetDateTime::now_utc(),
+            vms: vms
+                .into_iter()
+                .map(|(status, provider, count)| VmCount {
+                    status,
+                    provider,
+                    count,
+                })
+                .collect(),
+            jobs: JobCounts { running, queued },
+            oldest_running_job_secs: oldest.map(|s| s.max(0.0)),
+            consumers,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmCount {
     pub status: String,
@@ -42,4 +69,33 @@ pub struct ConsumerLag {
     pub stream: String,
     pub consumer: String,
     pub lag: u64,
+}
+
+/// A durable consumer whose lag could not be read: its name, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("could not read consumer {consumer}: {reason}")]
+pub struct LagUnread {
+    pub consumer: String,
+    pub reason: String,
+}
+
+/// Each durable consumer's lag now, read from JetStream.
+pub async fn consumer_lags(bus: &crate::Bus) -> Result<Vec<ConsumerLag>, LagUnread> {
+    let mut lags = vec![];
+    for (stream, name) in crate::durable_consumers() {
+        let failed = |reason: String| LagUnread {
+            consumer: name.clone(),
+            reason,
+        };
+        let mut consumer = crate::consumer(bus, &stream, &name)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let info = consumer.info().await.map_err(|e| failed(e.to_string()))?;
+        lags.push(ConsumerLag {
+            stream: bus.subjects.stream(&stream),
+            consumer: name.clone(),
+            lag: info.num_pending + info.num_ack_pending as u64,
+        });
+    }
+    Ok(lags)
 }

@@ -17,7 +17,7 @@ mod subjects;
 pub use auth::{without_credentials, NatsAuth, RUNNER_INBOX_PREFIX};
 pub use consumer::run_consumer;
 pub use definitions::{consumer, durable_consumers, setup, SetupError, MAX_REPLICAS};
-pub use gauges::{ConsumerLag, JobCounts, PlatformGauges, VmCount};
+pub use gauges::{consumer_lags, ConsumerLag, JobCounts, LagUnread, PlatformGauges, VmCount};
 pub use messages::{
     lost_job, EventEnvelope, JobMessage, RunnerMessage, RunnerReport, ENVELOPE_VERSION,
 };

@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use bus::{Bus, ConsumerLag, JobCounts, PlatformGauges, VmCount};
+use bus::{Bus, ConsumerLag, PlatformGauges, VmCount};
 use futures::StreamExt;
 use store::{sqlx, PgPool};
 use telemetry::metrics::{ConsumerLabels, JobLabels, VmLabels};
-use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 
 /// How often the gauges are published.
@@ -50,51 +49,12 @@ impl Gauges {
     /// The gauges now.
     #[tracing::instrument(skip_all, err)]
     pub async fn measure(&self) -> Result<PlatformGauges, GaugesError> {
-        let vms: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT status, provider, count(*) FROM vm_views WHERE NOT archived
-             GROUP BY status, provider ORDER BY status, provider",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        // Only VMs not destroyed can have a job queued or running.
-        let (running, queued, oldest): (i64, i64, Option<f64>) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE j->>'state' = 'running'),
-                    count(*) FILTER (WHERE j->>'state' = 'queued'),
-                    extract(epoch FROM now() - min(coalesce(j->>'started_at', j->>'queued_at')
-                        ::timestamptz) FILTER (WHERE j->>'state' = 'running'))::float8
-             FROM vm_views, jsonb_array_elements(state->'jobs') AS j
-             WHERE status <> 'destroyed' AND j->>'state' IN ('running', 'queued')",
-        )
-        .fetch_one(&self.pool)
-        .await?;
-        let mut consumers = vec![];
-        for (stream, name) in bus::durable_consumers() {
-            let failed = |e: String| GaugesError::Consumer(name.clone(), e);
-            let mut consumer = bus::consumer(&self.bus, &stream, &name)
-                .await
-                .map_err(|e| failed(e.to_string()))?;
-            let info = consumer.info().await.map_err(|e| failed(e.to_string()))?;
-            consumers.push(ConsumerLag {
-                stream: self.bus.subjects.stream(&stream),
-                consumer: name.clone(),
-                lag: info.num_pending + info.num_ack_pending as u64,
-            });
-        }
-        Ok(PlatformGauges {
-            version: 1,
-            at: OffsetDateTime::now_utc(),
-            vms: vms
-                .into_iter()
-                .map(|(status, provider, count)| VmCount {
-                    status,
-                    provider,
-                    count,
-                })
-                .collect(),
-            jobs: JobCounts { running, queued },
-            oldest_running_job_secs: oldest.map(|s| s.max(0.0)),
-            consumers,
-        })
+        let vms = store::gauges::vms(&self.pool).await?;
+        let jobs = store::gauges::jobs(&self.pool).await?;
+        let consumers = bus::consumer_lags(&self.bus)
+            .await
+            .map_err(|e| GaugesError::Consumer(e.consumer, e.reason))?;
+        Ok(PlatformGauges::now(vms, jobs, consumers))
     }
 }
 

@@ -13,6 +13,7 @@ pub mod dead_letters;
 pub mod drift;
 mod events;
 pub mod feed;
+pub mod gauges;
 pub mod idempotency;
 pub mod lease;
 pub mod life;

@@ -83,6 +83,8 @@ pub struct ListFilter {
     pub limit: i64,
     /// Only this user's VMs; everyone's when `None` (for admins).
     pub owner: Option<UserId>,
+    /// Only VMs whose name holds this, in any case.
+    pub name_contains: Option<String>,
 }
 
 /// The VMs `filter` selects, newest first (then by id, so pages never overlap nor skip a
@@ -103,6 +105,13 @@ pub async fn list(pool: &PgPool, filter: &ListFilter) -> Result<Vec<VmRow>, sqlx
     }
     if let Some(owner) = filter.owner {
         query.push(" AND owner = ").push_bind(owner.as_uuid());
+    }
+    if let Some(part) = &filter.name_contains {
+        // strpos, not LIKE: what is typed holds no pattern.
+        query
+            .push(" AND strpos(lower(name), lower(")
+            .push_bind(part.clone())
+            .push(")) > 0");
     }
     if let Some((created_at, id)) = filter.after {
         query

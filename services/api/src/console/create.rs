@@ -1,5 +1,5 @@
-//! The create form: a VM from the catalog (a template of an available provider, taskservs,
-//! an SSH key registered or pasted, the networks allowed to reach it with the caller's own
+//! The create form: a VM from the catalog (a template of an available provider, taskservs
+//! with their params, an SSH key registered or pasted, the networks allowed to reach it with the caller's own
 //! address, its duration), with the caller's limits and usage beside it. The values are
 //! parsed as the API parses them and the request is the application layer's; a refusal is
 //! shown beside its field, the form keeping what was typed.
@@ -11,11 +11,11 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 use domain::provisioning::{DurationHours, ProviderId, SshPublicKey, TemplateId, VmName};
-use domain::taskservs::{TaskservName, TaskservRequest};
 
 use super::form::{caller_of, poster, see_other, Fields, Refusal};
 use super::limits::{limit_lines, LimitLine};
 use super::session::{sign_in_required, signed_in};
+use super::taskserv_params::{self, TaskservChoice, Typed};
 use super::{page, Layout};
 use crate::auth::Principal;
 use crate::{ApiError, AppState};
@@ -27,6 +27,8 @@ struct Values {
     /// `provider/template`.
     template: String,
     taskservs: Vec<String>,
+    /// The taskservs' params as typed, by `<taskserv>.<param>`.
+    params: Typed,
     ssh_key_id: String,
     ssh_public_key: String,
     networks: String,
@@ -42,11 +44,6 @@ struct TemplateChoice {
 struct ProviderChoice {
     name: String,
     templates: Vec<TemplateChoice>,
-}
-
-struct TaskservChoice {
-    name: String,
-    description: String,
 }
 
 struct KeyChoice {
@@ -67,11 +64,16 @@ struct CreatePage {
     /// The caller's address as the platform sees it, or why it cannot tell.
     address: String,
     refusal: Option<Refusal>,
+    /// Whether the refusal is shown beside a taskserv or one of its params.
+    placed: bool,
 }
 
 impl CreatePage {
     /// The refusal's reason when it is about the field `name` (and the fields shown with it).
     fn error(&self, name: &str) -> Option<&str> {
+        if name == "taskservs" && self.placed {
+            return None;
+        }
         let fields: &[&str] = match name {
             "template" => &["provider", "template"],
             "ssh" => &["ssh_key_id", "ssh_public_key"],
@@ -95,7 +97,8 @@ impl CreatePage {
             "taskservs",
         ]
         .iter()
-        .any(|f| self.error(f).is_some());
+        .any(|f| self.error(f).is_some())
+            || self.placed;
         (!shown).then_some(refusal.detail.as_str())
     }
 
@@ -141,13 +144,15 @@ pub(crate) async fn create_vm(
             .into_iter()
             .map(str::to_owned)
             .collect(),
+        params: taskserv_params::typed(&fields),
         ssh_key_id: fields.get("ssh_key_id").to_owned(),
         ssh_public_key: fields.get("ssh_public_key").to_owned(),
         networks: fields.get("networks").to_owned(),
         me: fields.get("me") == "on",
         duration: fields.get("duration_hours").to_owned(),
     };
-    let requested = match request(&values) {
+    let listing = state.app.list_taskservs().await?;
+    let requested = match request(&values, &listing) {
         Ok(input) => state.app.request_vm(&caller, input, None).await,
         Err(e) => Err(e),
     };
@@ -165,7 +170,10 @@ pub(crate) async fn create_vm(
 }
 
 /// The form's values as a request, parsed as the API parses its body.
-fn request(values: &Values) -> Result<app::vms::VmRequest, app::Error> {
+fn request(
+    values: &Values,
+    listing: &[app::taskservs::TaskservListing],
+) -> Result<app::vms::VmRequest, app::Error> {
     let invalid = |field: &str, reason: &str| app::Error::Invalid {
         field: field.into(),
         reason: reason.into(),
@@ -210,16 +218,7 @@ fn request(values: &Values) -> Result<app::vms::VmRequest, app::Error> {
         .duration
         .parse::<i64>()
         .map_err(|_| invalid("duration_hours", "give a whole number of hours"))?;
-    let taskservs = values
-        .taskservs
-        .iter()
-        .map(|t| {
-            Ok(TaskservRequest {
-                name: TaskservName::parse(t)?,
-                params: Default::default(),
-            })
-        })
-        .collect::<Result<_, app::Error>>()?;
+    let taskservs = taskserv_params::requests(&values.taskservs, &values.params, listing)?;
     Ok(app::vms::VmRequest {
         id: None,
         name,
@@ -262,15 +261,11 @@ async fn form(
                 .collect(),
         });
     }
-    let taskservs = app
-        .list_taskservs()
-        .await?
-        .into_iter()
-        .map(|t| TaskservChoice {
-            name: t.definition.name.as_str().to_owned(),
-            description: t.definition.description,
-        })
-        .collect();
+    let mut taskservs = taskserv_params::choices(&app.list_taskservs().await?, &values.params);
+    let placed = refusal
+        .as_ref()
+        .and_then(|r| r.about(&["taskservs"]))
+        .is_some_and(|detail| taskserv_params::place(&mut taskservs, detail));
     let keys = app
         .ssh_keys(principal)
         .await?
@@ -299,6 +294,7 @@ async fn form(
             limits: limit_lines(&limits, &usage),
             address,
             refusal,
+            placed,
         },
     ))
 }
@@ -333,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_form_is_read_as_a_request() {
-        let input = request(&values()).unwrap();
+        let input = request(&values(), &[]).unwrap();
         assert_eq!(input.provider.as_str(), "local");
         assert_eq!(input.template.as_str(), "small");
         assert_eq!(
@@ -345,7 +341,7 @@ mod tests {
 
     #[test]
     fn a_missing_value_names_its_field() {
-        let field = |v: Values| match request(&v) {
+        let field = |v: Values| match request(&v, &[]) {
             Err(app::Error::Invalid { field, .. }) => field,
             other => panic!("{other:?}"),
         };

@@ -27,6 +27,14 @@ impl Fields {
             .map_or("", |(_, v)| v.trim())
     }
 
+    /// Each field whose name starts with `prefix`: the rest of its name, and its value
+    /// trimmed.
+    pub fn prefixed<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.0
+            .iter()
+            .filter_map(move |(n, v)| Some((n.strip_prefix(prefix)?, v.trim())))
+    }
+
     /// Every non-empty value of `name`, trimmed.
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.0

@@ -15,8 +15,10 @@ mod limits;
 mod live;
 mod log;
 mod session;
+mod taskserv_params;
 mod tokens;
 mod vm_actions;
+mod vm_list;
 mod vms;
 
 use askama::Template;
@@ -31,8 +33,8 @@ use crate::AppState;
 
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
-        .route("/", get(vms::list_vms))
-        .route("/vms", get(vms::list_vms).post(create::create_vm))
+        .route("/", get(vm_list::list_vms))
+        .route("/vms", get(vm_list::list_vms).post(create::create_vm))
         .route("/vms/new", get(create::new_vm))
         .route("/vms/{id}", get(vms::show_vm))
         .route("/vms/{id}/extend", post(vm_actions::extend_vm))

@@ -1,6 +1,6 @@
-//! The VM pages: the caller's VMs (an admin's: everyone's, with owners) and one VM with
-//! its jobs, taskservs and history. Read from the same read models as `/api/v1/vms`;
-//! another user's VM is a 404 page, as one that does not exist.
+//! A VM's page: the VM with its jobs, taskservs and history (the list is `vm_list`). Read
+//! from the same read models as `/api/v1/vms`; another user's VM is a 404 page, as one
+//! that does not exist.
 
 use std::collections::HashMap;
 
@@ -19,27 +19,24 @@ use crate::auth::Principal;
 use crate::routes::taskservs::VmTaskservOut;
 use crate::{ApiError, AppState};
 
-/// How many VMs the list shows: the newest (filters and paging are still to come).
-const LIST_LIMIT: i64 = 200;
-
 /// How many of a VM's last events its page shows.
 const HISTORY_SHOWN: usize = 50;
 
 /// A VM as a row of the list and the head of its page.
-struct VmLine {
-    id: uuid::Uuid,
-    name: String,
-    status: String,
-    provider: String,
-    template: String,
-    ip: Option<String>,
-    expires: String,
+pub(super) struct VmLine {
+    pub(super) id: uuid::Uuid,
+    pub(super) name: String,
+    pub(super) status: String,
+    pub(super) provider: String,
+    pub(super) template: String,
+    pub(super) ip: Option<String>,
+    pub(super) expires: String,
     /// The owner's email (shown to admins only).
-    owner: String,
+    pub(super) owner: String,
 }
 
 impl VmLine {
-    fn of(row: &store::views::VmRow, owners: &HashMap<uuid::Uuid, String>) -> Self {
+    pub(super) fn of(row: &store::views::VmRow, owners: &HashMap<uuid::Uuid, String>) -> Self {
         VmLine {
             id: row.id,
             name: row.name.clone(),
@@ -56,51 +53,8 @@ impl VmLine {
     }
 }
 
-#[derive(Template)]
-#[template(path = "console/vms.html")]
-struct VmsPage {
-    layout: Layout,
-    vms: Vec<VmLine>,
-    /// Whether there are more than those shown.
-    more: bool,
-}
-
-/// `GET /console` and `GET /console/vms`.
-#[tracing::instrument(skip_all)]
-pub(crate) async fn list_vms(
-    State(state): State<AppState>,
-    parts: Parts,
-) -> Result<Response, ApiError> {
-    let Some(principal) = signed_in(&state, &parts).await? else {
-        return Ok(sign_in_required(&state, &parts));
-    };
-    let filter = store::views::ListFilter {
-        archived: Some(false),
-        limit: LIST_LIMIT + 1,
-        // Users list their own VMs; admins everyone's.
-        owner: (!principal.is_admin()).then_some(principal.user),
-        ..Default::default()
-    };
-    let mut rows = store::views::list(&state.app.pool, &filter).await?;
-    let more = rows.len() as i64 > LIST_LIMIT;
-    rows.truncate(LIST_LIMIT as usize);
-    let owners = match principal.is_admin() {
-        true => emails(&state, rows.iter().map(|r| r.owner)).await?,
-        false => HashMap::new(),
-    };
-    let vms = rows.iter().map(|row| VmLine::of(row, &owners)).collect();
-    Ok(page(
-        StatusCode::OK,
-        &VmsPage {
-            layout: Layout::of(&principal),
-            vms,
-            more,
-        },
-    ))
-}
-
 /// The emails of `users`, by id (those that vanished left out).
-async fn emails(
+pub(super) async fn emails(
     state: &AppState,
     users: impl Iterator<Item = uuid::Uuid>,
 ) -> Result<HashMap<uuid::Uuid, String>, ApiError> {

@@ -9,7 +9,7 @@ use crate::console::{app, assert_is_a_page, browser, page, sign_in, vm_of};
 use crate::helpers::{TestApp, SSH_KEY};
 
 /// Posts `fields` to `path` from the console's own page, with `cookie`.
-async fn post(
+pub(crate) async fn post(
     app: &TestApp,
     cookie: &str,
     path: &str,
@@ -25,7 +25,7 @@ async fn post(
         .unwrap()
 }
 
-fn location(response: &reqwest::Response) -> String {
+pub(crate) fn location(response: &reqwest::Response) -> String {
     response.headers()["location"].to_str().unwrap().to_owned()
 }
 

@@ -10,8 +10,13 @@ use crate::console::{app, browser, page, sign_in, vm_of};
 /// in (`401` with the form; the streams a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 13] = [
+const PAGES: [&str; 18] = [
     "/console/admin/catalog",
+    "/console/admin/catalog/new-provider",
+    "/console/admin/catalog/new-template",
+    "/console/admin/catalog/providers/local",
+    "/console/admin/catalog/templates/local/small",
+    "/console/admin/gauges",
     "/console",
     "/console/vms",
     "/console/vms/new",
@@ -25,8 +30,12 @@ const PAGES: [&str; 13] = [
     "/console/admin/policies",
     "/console/admin/dead-letters",
 ];
-const FORMS: [&str; 16] = [
+const FORMS: [&str; 20] = [
     "/console/admin/catalog",
+    "/console/admin/catalog/new-provider",
+    "/console/admin/catalog/new-template",
+    "/console/admin/catalog/providers/local",
+    "/console/admin/catalog/templates/local/small",
     "/console/vms",
     "/console/vms/{vm}/extend",
     "/console/vms/{vm}/destroy",
@@ -60,7 +69,11 @@ async fn every_page_asks_for_sign_in_and_every_form_for_this_sites_origin() {
             "{path}: {body}"
         );
     }
-    for path in ["/console/streams/vms", "/console/streams/vms/{vm}"] {
+    for path in [
+        "/console/streams/vms",
+        "/console/streams/vms/{vm}",
+        "/console/admin/gauges/stream",
+    ] {
         let response = browser()
             .get(format!("{}{}", app.address, fill(path)))
             .send()

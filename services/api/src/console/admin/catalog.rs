@@ -1,5 +1,6 @@
 //! The catalog, for admins: providers and their templates (disabled ones too), each with a
-//! button to enable or disable it and buttons to move it up or down. Every change is the
+//! button to enable or disable it, buttons to move it up or down, and a link to its form
+//! (`catalog_providers`, `catalog_templates`). Every change is the
 //! application layer's (`update_provider`, `update_template`, `reorder_providers`,
 //! `reorder_templates`), recorded as the admin API's are.
 
@@ -50,7 +51,12 @@ pub(crate) async fn show_catalog(
         Ok(principal) => principal,
         Err(answer) => return Ok(answer),
     };
-    let notice = (parts.uri.query() == Some("done=changed")).then_some("The catalog was changed.");
+    let notice = match parts.uri.query() {
+        Some("done=changed") => Some("The catalog was changed."),
+        Some("done=created") => Some("It was added to the catalog."),
+        Some("done=saved") => Some("The changes were saved."),
+        _ => None,
+    };
     answer(&state, &principal, StatusCode::OK, None, notice).await
 }
 

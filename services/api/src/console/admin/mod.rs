@@ -1,9 +1,14 @@
-//! The admins' pages: users (role and status), the catalog (enabled, order), policies (reload, denials by policy) and
-//! dead letters (replay). A user who opens one gets the 403 page; every change goes
+//! The admins' pages: users (role and status), the catalog (enabled, order; providers and
+//! templates created and edited), the platform gauges, policies (reload, denials by policy)
+//! and dead letters (replay). A user who opens one gets the 403 page; every change goes
 //! through the application layer, as the admin API's.
 
 mod catalog;
+mod catalog_form;
+mod catalog_providers;
+mod catalog_templates;
 mod dead_letters;
+mod gauges;
 mod policies;
 mod users;
 
@@ -25,6 +30,24 @@ pub(crate) fn router() -> Router<AppState> {
             "/admin/catalog",
             get(catalog::show_catalog).post(catalog::change_catalog),
         )
+        .route(
+            "/admin/catalog/new-provider",
+            get(catalog_providers::new_provider).post(catalog_providers::create_provider),
+        )
+        .route(
+            "/admin/catalog/providers/{provider}",
+            get(catalog_providers::edit_provider).post(catalog_providers::update_provider),
+        )
+        .route(
+            "/admin/catalog/new-template",
+            get(catalog_templates::new_template).post(catalog_templates::create_template),
+        )
+        .route(
+            "/admin/catalog/templates/{provider}/{template}",
+            get(catalog_templates::edit_template).post(catalog_templates::update_template),
+        )
+        .route("/admin/gauges", get(gauges::show_gauges))
+        .route("/admin/gauges/stream", get(gauges::stream_gauges))
         .route("/admin/policies", get(policies::show_policies))
         .route("/admin/policies/reload", post(policies::reload_policies))
         .route("/admin/dead-letters", get(dead_letters::list_dead_letters))

@@ -102,8 +102,39 @@
     });
   }
 
+  // The gauges page: each `gauges` event of its stream holds every figure the page shows.
+  function fillRows(tbody, rows, header) {
+    var trs = rows.map(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (value, i) {
+        var cell = document.createElement(i === header ? "th" : "td");
+        if (i === header) cell.scope = "row";
+        cell.textContent = String(value);
+        tr.appendChild(cell);
+      });
+      return tr;
+    });
+    tbody.replaceChildren.apply(tbody, trs);
+  }
+
+  function followGauges() {
+    var source = new EventSource("/console/admin/gauges/stream");
+    source.addEventListener("gauges", function (e) {
+      var g = JSON.parse(e.data);
+      setText(document.getElementById("gauges-at"), g.at);
+      setText(document.getElementById("jobs-running"), String(g.running));
+      setText(document.getElementById("jobs-queued"), String(g.queued));
+      setText(document.getElementById("jobs-oldest"), g.oldest);
+      fillRows(document.getElementById("vms-by-status"), g.by_status, 0);
+      fillRows(document.getElementById("vms-by-provider"), g.by_provider, 0);
+      fillRows(document.getElementById("consumer-lag"), g.consumers, 1);
+    });
+    source.addEventListener("end", function () { source.close(); });
+  }
+
   var table = document.querySelector('table[data-live="vms"]');
   if (table) followList(table);
   var vm = document.getElementById("vm");
   if (vm && vm.dataset.vm) followVm(vm);
+  if (document.getElementById("gauges")) followGauges();
 })();

@@ -163,12 +163,12 @@ fn list_filter(params: &[(String, String)]) -> Result<store::views::ListFilter, 
 
 /// Where a page ends: the last VM's creation time (in microseconds, as Postgres keeps it)
 /// and id. Opaque to clients.
-fn cursor(created_at: OffsetDateTime, id: Uuid) -> String {
+pub(crate) fn cursor(created_at: OffsetDateTime, id: Uuid) -> String {
     let micros = created_at.unix_timestamp_nanos() / 1000;
     format!("{micros}_{}", id.simple())
 }
 
-fn parse_cursor(cursor: &str) -> Option<(OffsetDateTime, Uuid)> {
+pub(crate) fn parse_cursor(cursor: &str) -> Option<(OffsetDateTime, Uuid)> {
     let (micros, id) = cursor.split_once('_')?;
     let micros: i128 = micros.parse().ok()?;
     let at = OffsetDateTime::from_unix_timestamp_nanos(micros.checked_mul(1000)?).ok()?;
