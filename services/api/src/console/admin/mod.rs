@@ -2,6 +2,8 @@
 //! dead letters (replay). A user who opens one gets the 403 page; every change goes
 //! through the application layer, as the admin API's.
 
+pub(super) mod audit;
+mod audit_stream;
 mod catalog;
 mod dead_letters;
 mod policies;
