@@ -36,7 +36,15 @@ fn link(body: &str, id: &str) -> Option<String> {
     let at = body.find(&format!("id=\"{id}\""))?;
     let start = body[..at].rfind("href=\"")? + "href=\"".len();
     let end = start + body[start..].find('"')?;
-    Some(body[start..end].replace("&amp;", "&"))
+    Some(unescaped(&body[start..end]))
+}
+
+/// An attribute's value as the browser reads it.
+fn unescaped(value: &str) -> String {
+    value
+        .replace("&#38;", "&")
+        .replace("&amp;", "&")
+        .replace("&#43;", "+")
 }
 
 #[tokio::test]
@@ -76,7 +84,7 @@ async fn an_admin_filters_and_pages_the_audit_history_as_the_api_does() {
     .await;
     let expected = api_positions(&app, "type=Requested&type=JobRequested&exclude_logs=true").await;
     assert_eq!(positions(&body), expected);
-    assert!(expected.len() >= 4, "{expected:?}");
+    assert!(expected.len() >= 2, "both VMs were requested: {expected:?}");
     let (_, body) = page(&app, &admin, "/console/admin/audit?to=2000-01-01T00%3A00").await;
     assert!(
         positions(&body).is_empty() && body.contains("No events match"),
@@ -171,8 +179,12 @@ async fn the_console_admin_stream_sends_new_events_with_the_pages_filters() {
         .split("data-stream=\"")
         .nth(1)
         .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .replace("&amp;", "&");
+        .map(unescaped)
+        .unwrap();
+    assert!(
+        stream.contains(&format!("vm={mine}")) && stream.contains("since="),
+        "{stream}"
+    );
     assert!(stream.starts_with("/console/streams/admin?"), "{stream}");
     let response = browser()
         .get(format!("{}{stream}", app.address))
