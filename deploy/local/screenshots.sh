@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Takes PNG screenshots of the console's main pages into docs/console/, with the headless
 # Chromium and chromedriver of the browser tests (installed here as test.sh does): the
-# ignored test `console_browser::screenshots` runs the real daemon, signs in, makes a VM
-# on `local` from the form and saves each page.
+# ignored tests `console_browser::screenshots` and `console_browser_audit::screenshots` run
+# the real daemon, sign in, make a VM on `local` (the second destroys it, for the audit
+# history, the VM as it was and a job's output) and save each page.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -21,5 +22,5 @@ fi
 
 export SCREENSHOTS_DIR="$PWD/docs/console"
 timed "taking the screenshots" cargo test -p daemon --test it --locked -- \
-  --ignored --exact console_browser::screenshots
+  --ignored --exact console_browser::screenshots console_browser_audit::screenshots
 log "written: $(ls "$SCREENSHOTS_DIR"/*.png | xargs -n1 basename | tr '\n' ' ')"

@@ -10,6 +10,7 @@ mod assets;
 mod clusters;
 mod create;
 mod form;
+mod job;
 mod keys;
 mod limits;
 mod live;
@@ -19,6 +20,7 @@ mod taskserv_params;
 mod tokens;
 mod vm_actions;
 mod vm_list;
+mod vm_at;
 mod vms;
 
 use askama::Template;
@@ -37,6 +39,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms", get(vm_list::list_vms).post(create::create_vm))
         .route("/vms/new", get(create::new_vm))
         .route("/vms/{id}", get(vms::show_vm))
+        .route("/vms/{id}/jobs/{job}", get(job::show_job))
         .route("/vms/{id}/extend", post(vm_actions::extend_vm))
         .route("/vms/{id}/destroy", post(vm_actions::destroy_vm))
         .route("/vms/{id}/retry", post(vm_actions::retry_vm))
@@ -58,6 +61,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/clusters/{id}", get(clusters::show_cluster))
         .merge(live::router(state.clone()))
         .merge(admin::router())
+        .merge(admin::audit::router(state.clone()))
         .route(
             "/sign-in",
             get(session::sign_in_page).post(session::sign_in),

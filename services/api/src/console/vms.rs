@@ -86,11 +86,13 @@ struct JobLine {
     running: bool,
 }
 
-struct EventLine {
-    sequence: i64,
-    event_type: String,
-    recorded: String,
-    actor: String,
+pub(super) struct EventLine {
+    /// Its place in the events table: the VM's page links to the VM as it was there.
+    pub position: i64,
+    pub sequence: i64,
+    pub event_type: String,
+    pub recorded: String,
+    pub actor: String,
 }
 
 #[derive(Template)]
@@ -131,6 +133,9 @@ pub(crate) async fn show_vm(
     let Ok(vm) = id.parse::<VmId>() else {
         return Ok(not_found(&principal, format!("There is no VM {id}.")));
     };
+    if let Some(at) = super::vm_at::asked(&parts) {
+        return super::vm_at::vm_at_answer(&state, &principal, vm, &at).await;
+    }
     let notice = parts.uri.query().and_then(super::vm_actions::notice);
     vm_answer(&state, &principal, vm, StatusCode::OK, notice, None).await
 }
@@ -193,7 +198,7 @@ async fn vm_page(
             running: job.state == domain::provisioning::JobState::Running,
         })
         .collect();
-    let (events, earlier) = history(state, vm).await?;
+    let (events, earlier) = history(state, vm, None).await?;
     let job_ids: Vec<u32> = view.jobs.iter().map(|j| j.id.get()).collect();
     let log = super::log::latest_job_lines(&state.app.pool, vm, &job_ids).await?;
     Ok(VmPage {
@@ -213,9 +218,13 @@ async fn vm_page(
     })
 }
 
-/// The VM's last events, Terraform's lines left out, oldest first; and whether there were
-/// more before them.
-async fn history(state: &AppState, vm: VmId) -> Result<(Vec<EventLine>, bool), ApiError> {
+/// The VM's last events (up to the one at position `upto`, when given), Terraform's lines
+/// left out, oldest first; and whether there were more before them.
+pub(super) async fn history(
+    state: &AppState,
+    vm: VmId,
+    upto: Option<i64>,
+) -> Result<(Vec<EventLine>, bool), ApiError> {
     let filter = store::audit::AuditFilter {
         vm: Some(vm),
         exclude_logs: true,
@@ -223,13 +232,17 @@ async fn history(state: &AppState, vm: VmId) -> Result<(Vec<EventLine>, bool), A
     };
     let horizon = store::feed::horizon(&state.app.pool).await?;
     let start = store::audit::Start::Sequence(0);
-    let all = store::audit::page(&state.app.pool, &filter, start, horizon, 10_000)
+    let mut all = store::audit::page(&state.app.pool, &filter, start, horizon, 10_000)
         .await
         .map_err(crate::routes::admin::audit_error)?;
+    if let Some(upto) = upto {
+        all.retain(|e| e.position <= upto);
+    }
     let earlier = all.len() > HISTORY_SHOWN;
     let lines = all[all.len().saturating_sub(HISTORY_SHOWN)..]
         .iter()
         .map(|e| EventLine {
+            position: e.position,
             sequence: e.sequence,
             event_type: e.event_type.clone(),
             recorded: shown(e.recorded_at),

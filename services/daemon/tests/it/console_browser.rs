@@ -12,7 +12,7 @@ use domain::identity::Role;
 
 use crate::browser::{Chromium, Scripts};
 use crate::console::vm_of;
-use crate::console_steps::{assert_accessible, create_from_the_form, sign_in};
+use crate::console_browser_support::{assert_accessible, create_from_the_form, sign_in};
 use crate::helpers::spawn_app_with;
 use crate::oidc_provider::{spawn_signed_in_app, TestProvider};
 

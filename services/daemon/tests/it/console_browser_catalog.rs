@@ -8,7 +8,7 @@ use domain::identity::Role;
 
 use crate::browser::{Chromium, Scripts};
 use crate::console::vm_of;
-use crate::console_steps::{assert_accessible, sign_in};
+use crate::console_browser_support::{assert_accessible, sign_in};
 use crate::helpers::spawn_app_with;
 
 #[tokio::test]

@@ -7,16 +7,20 @@ use serde_json::Value;
 use crate::console::{app, browser, page, sign_in, vm_of};
 
 /// Every console route but the sign-in form and the assets: a page asks a visitor to sign
-/// in (`401` with the form; the streams a bare `401`), a form sent from another site's page
+/// in (`401` with the form; the streams and the audit export a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 18] = [
+const PAGES: [&str; 22] = [
     "/console/admin/catalog",
     "/console/admin/catalog/new-provider",
     "/console/admin/catalog/new-template",
     "/console/admin/catalog/providers/local",
     "/console/admin/catalog/templates/local/small",
     "/console/admin/gauges",
+    "/console/admin/audit",
+    "/console/vms/{vm}?at=1",
+    "/console/vms/{vm}?at=yesterday",
+    "/console/vms/{vm}/jobs/1",
     "/console",
     "/console/vms",
     "/console/vms/new",
@@ -73,6 +77,8 @@ async fn every_page_asks_for_sign_in_and_every_form_for_this_sites_origin() {
         "/console/streams/vms",
         "/console/streams/vms/{vm}",
         "/console/admin/gauges/stream",
+        "/console/streams/admin",
+        "/console/admin/audit/export",
     ] {
         let response = browser()
             .get(format!("{}{}", app.address, fill(path)))

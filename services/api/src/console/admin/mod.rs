@@ -3,6 +3,8 @@
 //! and dead letters (replay). A user who opens one gets the 403 page; every change goes
 //! through the application layer, as the admin API's.
 
+pub(super) mod audit;
+mod audit_stream;
 mod catalog;
 mod catalog_form;
 mod catalog_providers;

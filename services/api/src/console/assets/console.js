@@ -132,9 +132,101 @@
     source.addEventListener("end", function () { source.close(); });
   }
 
+  // A job's page: its lines and state while it is queued or running.
+  function followJob(el) {
+    var id = el.dataset.vm, job = el.dataset.job;
+    var log = document.getElementById("log");
+    var last = 0;
+    Array.prototype.forEach.call(log.querySelectorAll("span[data-line]"), function (s) {
+      last = Math.max(last, parseInt(s.dataset.line, 10));
+    });
+    var events = new EventSource("/console/streams/vms/" + id + "?since=" + (log.dataset.since || "0"));
+    var states = { Applied: "succeeded", Refreshed: "succeeded", Destroyed: "succeeded",
+      InstallEnded: "succeeded", Failed: "failed", JobCancelled: "cancelled", JobStarted: "running" };
+    events.addEventListener("end", function () { events.close(); });
+    ["LogLine"].concat(Object.keys(states)).forEach(function (type) {
+      events.addEventListener(type, function (e) {
+        var data = JSON.parse(e.data).data || {};
+        if (String(data.job_id) !== job) return;
+        if (type !== "LogLine") {
+          setText(document.getElementById("job-state"), states[type]);
+          if (type !== "JobStarted") events.close();
+          return;
+        }
+        if (data.line <= last) return;
+        last = data.line;
+        log.appendChild(lineOf(data));
+        log.appendChild(document.createTextNode("\n"));
+        log.scrollTop = log.scrollHeight;
+      });
+    });
+  }
+
+  function cell(row, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    row.appendChild(td);
+    return td;
+  }
+
+  // The audit page: events of the admin stream (same filters) put above the others.
+  function followAudit(button) {
+    var rows = document.getElementById("live-events");
+    var state = document.getElementById("follow-state");
+    var source = null;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      if (source) {
+        source.close();
+        source = null;
+        button.textContent = "Follow live";
+        setText(state, "");
+        return;
+      }
+      document.getElementById("live-section").hidden = false;
+      source = new EventSource(button.dataset.stream);
+      button.textContent = "Stop following";
+      setText(state, "Following live.");
+      source.addEventListener("message", function (e) {
+        var event = JSON.parse(e.data);
+        if (document.querySelector('tr[data-position="' + event.position + '"]')) return;
+        var row = document.createElement("tr");
+        row.dataset.position = event.position;
+        cell(row, String(event.position));
+        cell(row, String(event.recorded_at || "").slice(0, 16).replace("T", " ") + " UTC");
+        cell(row, event.actor || "");
+        cell(row, event.type).className = "type";
+        var vm = cell(row, "");
+        if (event.aggregate_type === "Provisioning") {
+          var a = document.createElement("a");
+          a.href = "/console/vms/" + encodeURIComponent(event.aggregate_id);
+          a.textContent = event.aggregate_id;
+          vm.appendChild(a);
+        } else {
+          vm.textContent = event.aggregate_type;
+        }
+        var data = JSON.stringify(event.data);
+        var code = document.createElement("code");
+        code.textContent = data.length > 120 ? data.slice(0, 120) + "\u2026" : data;
+        cell(row, "").appendChild(code);
+        rows.insertBefore(row, rows.firstChild);
+      });
+      source.addEventListener("end", function () {
+        source.close();
+        source = null;
+        button.textContent = "Follow live";
+        setText(state, "The stream ended.");
+      });
+    });
+  }
+
   var table = document.querySelector('table[data-live="vms"]');
   if (table) followList(table);
   var vm = document.getElementById("vm");
   if (vm && vm.dataset.vm) followVm(vm);
   if (document.getElementById("gauges")) followGauges();
+  var job = document.getElementById("job");
+  if (job && job.dataset.open) followJob(job);
+  var follow = document.getElementById("follow");
+  if (follow && follow.dataset.stream) followAudit(follow);
 })();

@@ -213,7 +213,7 @@ pub async fn get_vm(
 }
 
 /// A position (digits) or an RFC 3339 time.
-fn parse_at(at: &str) -> Result<At, ApiError> {
+pub(crate) fn parse_at(at: &str) -> Result<At, ApiError> {
     if let Ok(position) = at.parse::<i64>() {
         if position >= 0 {
             return Ok(At::Position(position));

@@ -1,11 +1,11 @@
-//! Steps the console's browser tests share: signing in through the token form, a page
-//! checked with axe-core, a VM made from the create form.
+//! What the console's browser tests share: signing in with a token, checking a page with
+//! axe-core, and making a VM from the form.
 
 use crate::browser::Chromium;
 use crate::helpers::{TestApp, SSH_KEY};
 
 /// Signs in through the console's token form, from `/console`.
-pub(crate) async fn sign_in(browser: &Chromium, app: &TestApp, token: &str) {
+pub async fn sign_in(browser: &Chromium, app: &TestApp, token: &str) {
     browser.goto(&format!("{}/console", app.address)).await;
     browser.fill("#token", token).await;
     browser
@@ -17,14 +17,14 @@ pub(crate) async fn sign_in(browser: &Chromium, app: &TestApp, token: &str) {
 }
 
 /// Opens `path` and asserts axe-core finds no serious or critical violation there.
-pub(crate) async fn assert_accessible(browser: &Chromium, app: &TestApp, path: &str) {
+pub async fn assert_accessible(browser: &Chromium, app: &TestApp, path: &str) {
     browser.goto(&format!("{}{path}", app.address)).await;
     let violations = browser.accessibility_violations().await;
     assert!(violations.is_empty(), "{path}: {violations:#?}");
 }
 
 /// Fills and sends the create form; lands on the VM's page.
-pub(crate) async fn create_from_the_form(browser: &Chromium, app: &TestApp, name: &str) {
+pub async fn create_from_the_form(browser: &Chromium, app: &TestApp, name: &str) {
     browser
         .goto(&format!("{}/console/vms/new", app.address))
         .await;
