@@ -3,6 +3,8 @@
 
 mod account;
 mod admin;
+mod catalog;
+mod cluster_scale;
 mod clusters;
 mod daemon;
 mod life;
@@ -10,6 +12,7 @@ mod provider;
 mod proxy;
 mod refusals;
 mod sign_in;
+mod terminal;
 mod verbs;
 
 use std::process::Stdio;
