@@ -5,13 +5,19 @@ use time::Duration;
 
 use super::*;
 
-#[test]
-fn a_scale_up_completes_once_its_new_node_passed_the_roles_gate() {
+/// A ready cluster whose workers are to be `count`.
+fn scaled_to(count: u32) -> World {
     let mut world = ready_world();
     world.command(ClusterCommand::Scale {
         role: role("worker"),
-        count: 3,
+        count,
     });
+    world
+}
+
+#[test]
+fn a_scale_up_completes_once_its_new_node_passed_the_roles_gate() {
+    let mut world = scaled_to(3);
     world.step(T0);
     assert_eq!(world.step(T0), vec![], "the new node has no k3s yet");
     world.install(vm("worker", 2));
@@ -26,11 +32,7 @@ fn a_scale_up_completes_once_its_new_node_passed_the_roles_gate() {
 
 #[test]
 fn a_scale_down_completes_once_its_dropped_node_is_removed() {
-    let mut world = ready_world();
-    world.command(ClusterCommand::Scale {
-        role: role("worker"),
-        count: 1,
-    });
+    let mut world = scaled_to(1);
     world.step(T0);
     world.destroys_end();
     world.step(T0);
@@ -45,11 +47,7 @@ fn a_scale_down_completes_once_its_dropped_node_is_removed() {
 
 #[test]
 fn a_scaled_node_that_fails_or_times_out_fails_the_cluster_and_keeps_its_nodes() {
-    let mut world = ready_world();
-    world.command(ClusterCommand::Scale {
-        role: role("worker"),
-        count: 3,
-    });
+    let mut world = scaled_to(3);
     world.step(T0);
     world.fail_install(vm("worker", 2));
     let why = "scaling role worker to 3: k3s failed on node worker[2]".to_owned();
@@ -57,11 +55,7 @@ fn a_scaled_node_that_fails_or_times_out_fails_the_cluster_and_keeps_its_nodes()
     assert_eq!(world.cluster.status(), ClusterStatus::Failed);
     assert_eq!(world.decide(T0), vec![], "nothing is destroyed");
 
-    let mut world = ready_world();
-    world.command(ClusterCommand::Scale {
-        role: role("worker"),
-        count: 3,
-    });
+    let mut world = scaled_to(3);
     world.step(T0);
     assert_eq!(world.step(T0 + Duration::seconds(599)), vec![]);
     let why = "scaling role worker to 3: k3s was not installed on node worker[2] within 600 s";

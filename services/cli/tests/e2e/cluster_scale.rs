@@ -7,20 +7,16 @@ use std::sync::atomic::Ordering;
 use serde_json::Value;
 
 use crate::cli;
-use crate::clusters::signed_in;
+use crate::clusters::{clusters_dir, signed_in};
 use crate::daemon::Daemon;
 use crate::proxy::CuttingProxy;
 
 /// A clusters directory with one template, `pair`: a k3s server, then one or two workers
 /// (no gate of their own: a worker is through once it runs).
 fn pair_template() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("registry.toml"),
-        "[[clusters]]\nname = \"pair\"\n",
-    )
-    .unwrap();
-    let template = r#"{
+    clusters_dir(
+        "pair",
+        r#"{
   name = "pair",
   description = "A k3s server and one or two workers.",
   roles = [
@@ -33,9 +29,8 @@ fn pair_template() -> tempfile::TempDir {
   ],
   on_failure = 'rollback,
 }
-"#;
-    std::fs::write(dir.path().join("pair.ncl"), template).unwrap();
-    dir
+"#,
+    )
 }
 
 #[tokio::test]

@@ -273,15 +273,20 @@ async fn an_admin_disables_and_enables_a_template_a_provider_and_a_taskserv() {
     assert!(refused.stderr.starts_with("error: "), "{refused:#?}");
 }
 
+/// A clusters directory with one template, `name`, of the Nickel text `template`.
+pub fn clusters_dir(name: &str, template: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = format!("[[clusters]]\nname = \"{name}\"\n");
+    std::fs::write(dir.path().join("registry.toml"), registry).unwrap();
+    std::fs::write(dir.path().join(format!("{name}.ncl")), template).unwrap();
+    dir
+}
+
 /// A clusters directory with one template, `stuck`: one k3s server whose gate gives it 3 s.
 fn stuck_template() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("registry.toml"),
-        "[[clusters]]\nname = \"stuck\"\n",
-    )
-    .unwrap();
-    let template = r#"{
+    clusters_dir(
+        "stuck",
+        r#"{
   name = "stuck",
   description = "One k3s server with 3 s to come up.",
   roles = [
@@ -293,9 +298,8 @@ fn stuck_template() -> tempfile::TempDir {
   ],
   on_failure = 'rollback,
 }
-"#;
-    std::fs::write(dir.path().join("stuck.ncl"), template).unwrap();
-    dir
+"#,
+    )
 }
 
 #[tokio::test]

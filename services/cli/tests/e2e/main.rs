@@ -60,6 +60,11 @@ pub async fn cli(
         input.write_all(text.as_bytes()).await.unwrap();
     }
     drop(input);
+    finish(child).await
+}
+
+/// What `child` did, once it ended (within 3 minutes).
+pub async fn finish(child: tokio::process::Child) -> Run {
     let output = tokio::time::timeout(
         std::time::Duration::from_secs(180),
         child.wait_with_output(),

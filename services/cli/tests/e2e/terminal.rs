@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use crate::clusters::signed_in;
 use crate::daemon::Daemon;
-use crate::{cli, Run};
+use crate::{cli, finish, Run};
 
 /// indicatif's spinner frames.
 const FRAMES: [char; 8] = ['⠁', '⠂', '⠄', '⡀', '⢀', '⠠', '⠐', '⠈'];
@@ -35,19 +35,9 @@ async fn on_terminal(config: &std::path::Path, env: &[(&str, &str)], args: &[&st
     let mut child = command.spawn().expect("util-linux script runs");
     // Kept open until the end: `script` forwards its input to the terminal.
     let input = child.stdin.take();
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(180),
-        child.wait_with_output(),
-    )
-    .await
-    .expect("the CLI ends within 3 minutes")
-    .unwrap();
+    let run = finish(child).await;
     drop(input);
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    run
 }
 
 /// Whether `text` holds an SGR escape (colour or bold: `ESC [ digits ; ... m`).
