@@ -34,6 +34,18 @@ pub struct Cluster {
     failed: Vec<(GateId, String)>,
     /// Why the cluster fails (the first failed gate, a rollback) or failed.
     failure: Option<String>,
+    /// The scales asked for and not completed yet, one a role (a later scale of a role
+    /// takes the place of an earlier one).
+    #[serde(default)]
+    scaling: Vec<Scaling>,
+}
+
+/// A scale in progress: `role` goes from `from` nodes to `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub role: RoleName,
+    pub from: u32,
+    pub to: u32,
 }
 
 /// What `ClusterRequested` recorded; `topology`'s counts follow scaling.
@@ -131,26 +143,41 @@ impl Aggregate for Cluster {
             E::ClusterFailed { why } => {
                 self.failure = Some(why);
                 self.status = ClusterStatus::Failed;
+                self.scaling.clear();
             }
             E::RollbackStarted { why } => {
                 self.failure = Some(why);
                 self.status = ClusterStatus::RollingBack;
             }
-            E::ClusterDestroyRequested => self.status = ClusterStatus::Destroying,
+            E::ClusterDestroyRequested => {
+                self.status = ClusterStatus::Destroying;
+                self.scaling.clear();
+            }
             E::ClusterDestroyed => self.status = ClusterStatus::Destroyed,
             E::NodeReplaced { role, index, .. } => {
                 self.retire(|n| n.role == role && n.index == index)
             }
             E::ScaleRequested { role, count } => {
+                let mut from = count;
                 if let Some(r) = self
                     .topology_mut()
                     .and_then(|t| t.roles.iter_mut().find(|r| r.name == role))
                 {
+                    from = r.count;
                     r.count = count;
                 }
                 self.retire(|n| n.role == role && n.index >= count);
+                self.scaling.retain(|s| s.role != role);
+                self.scaling.push(Scaling {
+                    role,
+                    from,
+                    to: count,
+                });
             }
             E::NodeRemoved { vm, .. } => self.retired.retain(|n| n.vm != vm),
+            E::ScaleCompleted { role, count } => {
+                self.scaling.retain(|s| !(s.role == role && s.to == count))
+            }
         }
     }
 }
@@ -196,6 +223,7 @@ impl Decide for Cluster {
             C::Scale { role, count } => self.scale(role, count),
             C::ReplaceNode { role, index } => self.replace_node(role, index),
             C::RemoveNode { vm } => self.remove_node(vm),
+            C::CompleteScale { role, count } => self.complete_scale(role, count),
         }
     }
 }
@@ -222,6 +250,11 @@ impl Cluster {
     /// VMs the cluster no longer uses, until they are destroyed and removed.
     pub fn retired(&self) -> &[Node] {
         &self.retired
+    }
+
+    /// The scales in progress, one a role.
+    pub fn scaling(&self) -> &[Scaling] {
+        &self.scaling
     }
 
     pub fn node(&self, role: &RoleName, index: u32) -> Option<&Node> {

@@ -295,3 +295,83 @@ fn a_node_scaled_away_is_removed_once_and_one_in_use_is_not() {
         })
         .then_expect_error(ClusterError::InUse(vm("worker", 0)));
 }
+
+fn scaled_to(count: u32) -> ClusterEvent {
+    ClusterEvent::ScaleRequested {
+        role: role("worker"),
+        count,
+    }
+}
+
+fn complete(count: u32) -> ClusterCommand {
+    ClusterCommand::CompleteScale {
+        role: role("worker"),
+        count,
+    }
+}
+
+#[test]
+fn a_scale_completes_once_its_nodes_are_made_or_removed_and_only_once() {
+    let grown = [
+        ready_events(),
+        vec![scaled_to(3), node_requested("worker", 2, T0)],
+    ]
+    .concat();
+    let completed = ClusterEvent::ScaleCompleted {
+        role: role("worker"),
+        count: 3,
+    };
+    given()
+        .given(grown.clone())
+        .when(complete(3))
+        .then_expect_events(vec![completed.clone()]);
+    given()
+        .given([grown, vec![completed]].concat())
+        .when(complete(3))
+        .then_expect_events(vec![]);
+    given()
+        .given([ready_events(), vec![scaled_to(3)]].concat())
+        .when(complete(3))
+        .then_expect_error(ClusterError::NotComplete);
+    // Down: complete once the dropped node is removed.
+    let removed = ClusterEvent::NodeRemoved {
+        role: role("worker"),
+        index: 1,
+        vm: vm("worker", 1),
+    };
+    given()
+        .given([ready_events(), vec![scaled_to(1)]].concat())
+        .when(complete(1))
+        .then_expect_error(ClusterError::NotComplete);
+    given()
+        .given([ready_events(), vec![scaled_to(1), removed]].concat())
+        .when(complete(1))
+        .then_expect_events(vec![ClusterEvent::ScaleCompleted {
+            role: role("worker"),
+            count: 1,
+        }]);
+}
+
+#[test]
+fn a_scale_replaced_by_a_later_one_of_its_role_never_completes() {
+    given()
+        .given([ready_events(), vec![scaled_to(3), scaled_to(1)]].concat())
+        .when(complete(3))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_ready_cluster_fails_only_while_it_scales() {
+    let why = "scaling role worker to 3: k3s failed on node worker[2]".to_owned();
+    given()
+        .given([ready_events(), vec![scaled_to(3)]].concat())
+        .when(ClusterCommand::Fail { why: why.clone() })
+        .then_expect_events(vec![ClusterEvent::ClusterFailed { why: why.clone() }]);
+    given()
+        .given(ready_events())
+        .when(ClusterCommand::Fail { why })
+        .then_expect_error(ClusterError::InvalidTransition {
+            status: ClusterStatus::Ready,
+            action: "fail",
+        });
+}

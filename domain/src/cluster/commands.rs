@@ -62,4 +62,9 @@ pub enum ClusterCommand {
     RemoveNode {
         vm: VmId,
     },
+    /// The scale of `role` to `count` is done (the coordinator saw its nodes through).
+    CompleteScale {
+        role: RoleName,
+        count: u32,
+    },
 }

@@ -132,6 +132,11 @@ pub enum Action {
         why: String,
     },
     MarkDestroyed,
+    /// The scale of `role` to `count` is through.
+    CompleteScale {
+        role: RoleName,
+        count: u32,
+    },
 }
 
 impl Action {
@@ -156,6 +161,7 @@ impl Action {
             A::RemoveNode { vm } => C::RemoveNode { vm },
             A::Fail { why } => C::Fail { why },
             A::MarkDestroyed => C::MarkDestroyed,
+            A::CompleteScale { role, count } => C::CompleteScale { role, count },
         })
     }
 }
@@ -179,7 +185,7 @@ pub fn watched(cluster: &Cluster) -> Vec<VmId> {
 pub fn decide(cluster: &Cluster, vms: &BTreeMap<VmId, NodeVm>, now: OffsetDateTime) -> Vec<Action> {
     match cluster.status() {
         ClusterStatus::Requested | ClusterStatus::Creating => creating(cluster, vms, now),
-        ClusterStatus::Ready => ready(cluster, vms),
+        ClusterStatus::Ready => ready(cluster, vms, now),
         ClusterStatus::RollingBack => teardown(cluster, vms).unwrap_or_else(|| {
             let why = cluster.failure().unwrap_or("rolled back").to_owned();
             vec![Action::Fail { why }]
@@ -221,14 +227,22 @@ fn creating(cluster: &Cluster, vms: &BTreeMap<VmId, NodeVm>, now: OffsetDateTime
 }
 
 /// Nodes added by scaling or replacing are requested; VMs no longer used are destroyed,
-/// then removed.
-fn ready(cluster: &Cluster, vms: &BTreeMap<VmId, NodeVm>) -> Vec<Action> {
+/// then removed; a scale whose nodes are through completes, one whose added node failed
+/// fails the cluster (its nodes kept).
+fn ready(cluster: &Cluster, vms: &BTreeMap<VmId, NodeVm>, now: OffsetDateTime) -> Vec<Action> {
     let mut actions = missing_nodes(cluster);
     for node in cluster.retired() {
         match vms.get(&node.vm).map(|v| v.state) {
             None | Some(VmState::Destroyed) => actions.push(Action::RemoveNode { vm: node.vm }),
             Some(VmState::Destroying) => {}
             Some(_) => actions.push(Action::DestroyNode { vm: node.vm }),
+        }
+    }
+    for scale in cluster.scaling() {
+        match gates::judge_scale(cluster, scale, vms, now) {
+            Some(fail @ Action::Fail { .. }) => return vec![fail],
+            Some(done) => actions.push(done),
+            None => {}
         }
     }
     actions

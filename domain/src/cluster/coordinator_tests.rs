@@ -13,6 +13,8 @@ use crate::Decide;
 
 #[path = "coordinator_props.rs"]
 mod props;
+#[path = "coordinator_scale_tests.rs"]
+mod scale;
 
 /// A cluster and its VMs, as the application would see them; `step` decides and carries
 /// the actions out as the application would.

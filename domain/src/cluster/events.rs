@@ -75,6 +75,9 @@ pub enum ClusterEvent {
         index: u32,
         vm: VmId,
     },
+    /// The scale of `role` to `count` is done: every node it added passed its role's
+    /// gates, or every node it dropped is destroyed.
+    ScaleCompleted { role: RoleName, count: u32 },
 }
 
 impl ClusterEvent {
@@ -92,6 +95,7 @@ impl ClusterEvent {
             ClusterEvent::NodeReplaced { .. } => "NodeReplaced",
             ClusterEvent::ScaleRequested { .. } => "ScaleRequested",
             ClusterEvent::NodeRemoved { .. } => "NodeRemoved",
+            ClusterEvent::ScaleCompleted { .. } => "ScaleCompleted",
         }
     }
 }

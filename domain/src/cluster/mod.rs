@@ -20,7 +20,7 @@ mod topology;
 mod values;
 mod views;
 
-pub use aggregate::{Cluster, Node, Requested};
+pub use aggregate::{Cluster, Node, Requested, Scaling};
 pub use commands::ClusterCommand;
 pub use error::ClusterError;
 pub use events::ClusterEvent;

@@ -135,10 +135,15 @@ impl Cluster {
         Ok(vec![ClusterEvent::ClusterReady])
     }
 
+    /// Failing is for a cluster being made or rolled back, or a ready one whose scale
+    /// failed (a node it added failed).
     pub(super) fn fail(&self, why: String) -> Decided {
         self.existing()?;
         if self.status == ClusterStatus::Failed {
             return Ok(vec![]);
+        }
+        if self.status == ClusterStatus::Ready && !self.scaling.is_empty() {
+            return Ok(vec![ClusterEvent::ClusterFailed { why }]);
         }
         self.allow(
             &[
@@ -239,6 +244,30 @@ impl Cluster {
             })
             .into_iter()
             .collect())
+    }
+
+    /// A scale already completed, or replaced by a later one of its role, records nothing.
+    pub(super) fn complete_scale(&self, role: RoleName, count: u32) -> Decided {
+        self.existing()?;
+        let Some(scale) = self
+            .scaling
+            .iter()
+            .find(|s| s.role == role && s.to == count)
+        else {
+            return Ok(vec![]);
+        };
+        self.allow(&[ClusterStatus::Ready], "complete a scale")?;
+        let done = match scale.to > scale.from {
+            true => (scale.from..scale.to).all(|i| self.node(&role, i).is_some()),
+            false => !self
+                .retired
+                .iter()
+                .any(|n| n.role == role && n.index >= count),
+        };
+        if !done {
+            return Err(ClusterError::NotComplete);
+        }
+        Ok(vec![ClusterEvent::ScaleCompleted { role, count }])
     }
 
     /// The stage of a gate that may be decided now: the cluster is being made, the gate's

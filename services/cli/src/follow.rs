@@ -38,9 +38,19 @@ pub async fn follow(
 pub async fn follow_stream(
     api: &Api,
     path: &str,
+    on_event: impl FnMut(&Event) -> Step,
+) -> Result<(), CliError> {
+    follow_stream_after(api, path, None, on_event).await
+}
+
+/// As [`follow_stream`], from the event after sequence `after` (from the first with `None`).
+pub async fn follow_stream_after(
+    api: &Api,
+    path: &str,
+    after: Option<u64>,
     mut on_event: impl FnMut(&Event) -> Step,
 ) -> Result<(), CliError> {
-    let mut last: Option<u64> = None;
+    let mut last: Option<u64> = after;
     let mut failures = 0;
     loop {
         let dropped = match api.stream(path, last).await {

@@ -13,6 +13,7 @@ pub mod output;
 mod progress;
 mod signin;
 mod sse;
+mod waiting;
 mod wire;
 
 pub use commands::run;

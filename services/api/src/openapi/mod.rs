@@ -38,6 +38,7 @@ use crate::AppState;
         taskservs::list_cluster_templates,
         clusters::create_cluster, clusters::list_clusters, clusters::get_cluster,
         clusters::destroy_cluster, clusters::scale_cluster, clusters::stream_cluster,
+        clusters::list_cluster_events,
         admin::list_audit, admin::export_audit,
         admin::list_dead_letters, admin::replay_dead_letter,
         auth::login, auth::callback, auth::get_auth_status, auth::logout,

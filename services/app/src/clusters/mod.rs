@@ -68,6 +68,26 @@ impl App {
         }
     }
 
+    /// The cluster's events after the sequence `after`, in order, at most `limit`; not
+    /// found as [`App::cluster`].
+    #[tracing::instrument(skip_all, fields(cluster = %id), err)]
+    pub async fn cluster_events(
+        &self,
+        caller: &Caller,
+        id: ClusterId,
+        after: u64,
+        limit: i64,
+    ) -> Result<Vec<store::AuditEvent>, Error> {
+        let (cluster, _) = store::load::<Cluster>(&self.pool, &id.to_string()).await?;
+        match cluster.requested() {
+            Some(requested) if caller.principal.may_see(&requested.owner) => {}
+            _ => return Err(not_found(id)),
+        }
+        let kind = domain::AggregateKind::Cluster.type_name();
+        let events = store::audit_events(&self.pool, kind, &id.to_string(), after, limit).await?;
+        Ok(events)
+    }
+
     async fn read_cluster(&self, id: ClusterId) -> Result<Option<ClusterRead>, Error> {
         let (cluster, _) = store::load::<Cluster>(&self.pool, &id.to_string()).await?;
         let Some(requested) = cluster.requested().cloned() else {

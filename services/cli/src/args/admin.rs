@@ -2,6 +2,8 @@
 
 use clap::{Args, Subcommand};
 
+use super::catalog::{ProvidersEdit, TemplatesEdit};
+
 // Parsed once per run: the size of a variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
@@ -104,12 +106,12 @@ pub enum PoliciesCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum CatalogCommand {
-    /// Offer a provider, or stop offering it (its VMs stay).
+    /// Offer a provider or stop offering it (its VMs stay); add, change or reorder them.
     #[command(subcommand)]
-    Providers(Switch<ProviderArg>),
-    /// Offer a provider's template, or stop offering it.
+    Providers(ProvidersEdit),
+    /// Offer a provider's template or stop offering it; add, change or reorder them.
     #[command(subcommand)]
-    Templates(Switch<TemplateArg>),
+    Templates(TemplatesEdit),
     /// Offer a taskserv on a provider, or stop offering it there.
     #[command(subcommand)]
     Taskserv(Switch<TaskservArg>),
@@ -132,20 +134,6 @@ impl<T: Args> Switch<T> {
             Switch::Disable(entry) => (entry, false),
         }
     }
-}
-
-#[derive(Debug, Args)]
-pub struct ProviderArg {
-    /// The provider's id.
-    pub provider: String,
-}
-
-#[derive(Debug, Args)]
-pub struct TemplateArg {
-    /// The provider's id.
-    pub provider: String,
-    /// The template's id.
-    pub template: String,
 }
 
 #[derive(Debug, Args)]

@@ -32,7 +32,8 @@ pub enum ClusterCommand {
         role: String,
         /// Its new node count.
         count: u32,
-        /// Follow the cluster until the nodes are added or removed.
+        /// Follow the cluster until the scale completes (its added nodes passed their
+        /// role's gates, or its dropped nodes are destroyed); exit 3 if it fails.
         #[arg(long)]
         wait: bool,
     },

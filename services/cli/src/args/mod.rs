@@ -3,6 +3,7 @@
 
 mod account;
 mod admin;
+mod catalog;
 mod cluster;
 mod vm;
 
@@ -14,6 +15,9 @@ pub use account::{
 pub use admin::{
     AdminCommand, AuditArgs, AuditCommand, AuditFilters, CatalogCommand, PoliciesCommand, Switch,
     UsersCommand,
+};
+pub use catalog::{
+    ProviderCreate, ProviderUpdate, ProvidersEdit, TemplateCreate, TemplateUpdate, TemplatesEdit,
 };
 pub use cluster::{ClusterCommand, ClusterCreateArgs};
 pub use vm::{CreateArgs, JobCommand, ListArgs, SshArgs, VmCommand};

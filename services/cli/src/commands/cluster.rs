@@ -9,7 +9,7 @@ use crate::error::CliError;
 use crate::output::{self, fields, short_id, Cell, Colour, Style, Table};
 use crate::wire::{read, Cluster, ClusterTemplate, VmId};
 
-use super::cluster_wait::{wait, Goal};
+use super::cluster_wait::{history, wait, Goal};
 
 /// The seed's names of cluster templates and the names this platform gives them.
 const ALIASES: &[(&str, &str)] = &[
@@ -88,7 +88,7 @@ pub async fn create(api: &Api, format: Format, args: ClusterCreateArgs) -> Resul
     if !args.wait {
         return output::print(format, &answer, |_| Ok(details(&cluster)));
     }
-    wait(api, format, &cluster, Goal::Ready).await
+    wait(api, format, &cluster, None, Goal::Ready).await
 }
 
 /// The `roles` of a request from `--count ROLE=N` and `--template ROLE=T`.
@@ -235,10 +235,15 @@ pub async fn scale(
     wait_: bool,
 ) -> Result<(), CliError> {
     let id = resolve(api, arg).await?;
-    let before: Cluster = read(
-        &api.get(&format!("/api/v1/clusters/{id}"), &[]).await?,
-        "cluster",
-    )?;
+    // The events so far: `--wait` follows from the one after, so an earlier scale to the
+    // same count is not taken for this one.
+    let last = match wait_ {
+        true => history(api, id.as_str(), 0)
+            .await?
+            .last()
+            .and_then(|e| e["sequence"].as_u64()),
+        false => None,
+    };
     let body = json!({"role": role, "count": count});
     let answer = api
         .post(&format!("/api/v1/clusters/{id}/scale"), &body)
@@ -247,17 +252,24 @@ pub async fn scale(
     if !wait_ {
         return output::print(format, &answer, |_| Ok(details(&cluster)));
     }
-    let from = before
-        .roles
+    // A role given the count it has records nothing: there is nothing to wait for.
+    let asked = history(api, id.as_str(), last.unwrap_or(0))
+        .await?
         .iter()
-        .find(|r| r.name == role)
-        .map_or(0, |r| r.count);
+        .any(|e| {
+            e["type"] == "ScaleRequested"
+                && e["data"]["role"] == role
+                && e["data"]["count"] == count
+        });
+    if !asked {
+        eprintln!("Role {role} has {count} node(s) already: nothing to wait for");
+        return output::print(format, &answer, |_| Ok(details(&cluster)));
+    }
     let goal = Goal::Scaled {
         role: role.to_owned(),
-        from,
         to: count,
     };
-    wait(api, format, &cluster, goal).await
+    wait(api, format, &cluster, last, goal).await
 }
 
 pub async fn destroy(api: &Api, format: Format, arg: &str, wait_: bool) -> Result<(), CliError> {
@@ -267,7 +279,7 @@ pub async fn destroy(api: &Api, format: Format, arg: &str, wait_: bool) -> Resul
     if !wait_ {
         return output::print(format, &answer, |_| Ok(details(&cluster)));
     }
-    wait(api, format, &cluster, Goal::Destroyed).await
+    wait(api, format, &cluster, None, Goal::Destroyed).await
 }
 
 /// One cluster, every field a person needs: its fields, then its roles, nodes, gates and

@@ -1,64 +1,46 @@
-//! Following a cluster's stream (`GET /api/v1/clusters/{id}/stream`): `cluster events
-//! [-f]`, and `--wait` of create, scale and destroy, which print each event as a line until
-//! the cluster gets where the command leads (exit 3 when it fails instead).
+//! A cluster's events: `cluster events` (the history, from `GET
+//! /api/v1/clusters/{id}/events`; with `-f` its stream, live), and `--wait` of create,
+//! scale and destroy, which print each event as a line until the cluster gets where the
+//! command leads (exit 3 when it fails instead).
 
-use std::cell::Cell;
-use std::time::Duration;
-
-use tokio::time::Instant;
+use serde_json::Value;
 
 use crate::args::Format;
 use crate::client::Api;
 use crate::error::CliError;
-use crate::follow::{follow_stream, Step};
-use crate::output::{self, short_id};
-use crate::progress::Progress;
-use crate::wire::{read, Cluster, Event, VmId};
+use crate::follow::{follow_stream, Step, Verdict};
+use crate::output::short_id;
+use crate::waiting::{follow_until, show_settled, Following};
+use crate::wire::{read, Cluster, Event};
 
 use super::cluster::{details, resolve};
 
-/// Without `-f`, `cluster events` stops once the stream has been quiet this long: the
-/// backlog comes at once, so this is the history so far.
-const QUIET: Duration = Duration::from_secs(2);
-/// How long the read model may take to show what the stream told.
-const SETTLING: Duration = Duration::from_secs(5);
+/// Events a page of `GET /api/v1/clusters/{id}/events` holds at most.
+const PAGE: usize = 1000;
 
 /// What `--wait` waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Goal {
     Ready,
     Destroyed,
-    /// The nodes a scale adds are requested, or those it drops removed.
+    /// The scale of `role` to `to` nodes completed (`ScaleCompleted`).
     Scaled {
         role: String,
-        from: u32,
         to: u32,
     },
 }
 
-/// How the awaited change stands after an event.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Going,
-    Succeeded,
-    Failed(String),
-}
-
-/// Reads a cluster's events, from its first, for one goal.
+/// Reads a cluster's events, from its first or from before the command's own, for one
+/// goal.
 pub struct Watch {
     goal: Goal,
-    /// For a scale: its `ScaleRequested` was seen; the nodes it touches seen since.
+    /// For a scale: its `ScaleRequested` was seen.
     armed: bool,
-    touched: u32,
 }
 
 impl Watch {
     pub fn new(goal: Goal) -> Watch {
-        Watch {
-            goal,
-            armed: false,
-            touched: 0,
-        }
+        Watch { goal, armed: false }
     }
 
     pub fn see(&mut self, event: &Event) -> Verdict {
@@ -71,36 +53,27 @@ impl Watch {
             (Goal::Ready, "ClusterDestroyed") => {
                 Verdict::Failed("it was destroyed before it was ready".into())
             }
-            (Goal::Scaled { role, to, .. }, "ScaleRequested") => {
-                // The last scale to this count is this command's: an earlier one's nodes
-                // are counted again from here.
-                if event.text("role") == Some(role) && count(event, "count") == Some(*to) {
-                    self.armed = true;
-                    self.touched = 0;
+            (Goal::Scaled { role, to }, "ScaleRequested" | "ScaleCompleted") => {
+                if event.text("role") != Some(role) {
+                    return Verdict::Going;
                 }
-                self.scaled()
-            }
-            (Goal::Scaled { role, from, to }, "NodeRequested" | "NodeRemoved") if self.armed => {
-                let index = count(event, "index").unwrap_or(u32::MAX);
-                let ours = if kind == "NodeRequested" {
-                    (*from..*to).contains(&index)
-                } else {
-                    (*to..*from).contains(&index)
-                };
-                if event.text("role") == Some(role) && ours {
-                    self.touched += 1;
+                let ours = count(event, "count") == Some(*to);
+                match (kind, ours, self.armed) {
+                    ("ScaleRequested", true, _) => {
+                        self.armed = true;
+                        Verdict::Going
+                    }
+                    ("ScaleRequested", false, true) => Verdict::Failed(format!(
+                        "a later scale of role {role} to {} took its place",
+                        count(event, "count").map_or("?".to_owned(), |c| c.to_string())
+                    )),
+                    ("ScaleCompleted", true, true) => Verdict::Succeeded,
+                    _ => Verdict::Going,
                 }
-                self.scaled()
             }
             (Goal::Scaled { .. }, "ClusterFailed") if self.armed => Verdict::Failed(why(event)),
-            _ => Verdict::Going,
-        }
-    }
-
-    fn scaled(&self) -> Verdict {
-        match &self.goal {
-            Goal::Scaled { from, to, .. } if self.armed && self.touched >= from.abs_diff(*to) => {
-                Verdict::Succeeded
+            (Goal::Scaled { .. }, "ClusterDestroyRequested") if self.armed => {
+                Verdict::Failed("the cluster is being destroyed".into())
             }
             _ => Verdict::Going,
         }
@@ -148,7 +121,7 @@ pub fn describe(event: &Event) -> String {
         "GatePassed" => format!("{kind} {}", gate()),
         "GateFailed" => format!("{kind} {}: {}", gate(), why(event)),
         "ClusterFailed" | "RollbackStarted" => format!("{kind}: {}", why(event)),
-        "ScaleRequested" => format!(
+        "ScaleRequested" | "ScaleCompleted" => format!(
             "{kind} {} to {}",
             text("role"),
             count(event, "count").map_or("?".to_owned(), |c| c.to_string())
@@ -157,12 +130,14 @@ pub fn describe(event: &Event) -> String {
     }
 }
 
-/// Follows `cluster`'s stream until `goal` is reached, printing each event on stderr,
-/// then prints the cluster as it is; exit 3 if it failed.
+/// Follows `cluster`'s stream (after sequence `after`, or from its first) until `goal` is
+/// reached, printing each event on stderr, then prints the cluster as it is; exit 3 if it
+/// failed.
 pub async fn wait(
     api: &Api,
     format: Format,
     cluster: &Cluster,
+    after: Option<u64>,
     goal: Goal,
 ) -> Result<(), CliError> {
     let id = &cluster.id;
@@ -172,97 +147,80 @@ pub async fn wait(
         short_id(id.as_str())
     );
     let mut watch = Watch::new(goal.clone());
-    let mut failure = None;
-    let mut progress = Progress::start(&format!("cluster {}: {}", cluster.name, cluster.status));
-    let path = format!("/api/v1/clusters/{id}/stream");
-    let followed = follow_stream(api, &path, |event| {
+    let on_interrupt = format!(
+        "Stopped waiting; the cluster goes on (nothing was cancelled). Follow it again \
+         with `provisioning cluster events {id} -f`"
+    );
+    let following = Following {
+        path: format!("/api/v1/clusters/{id}/stream"),
+        after,
+        status: format!("cluster {}: {}", cluster.name, cluster.status),
+        on_interrupt: &on_interrupt,
+    };
+    let failure = follow_until(api, following, |event, progress| {
         let line = describe(event);
         progress.say(&format!("  {line}"));
         progress.status(&line);
-        match watch.see(event) {
-            Verdict::Going => Step::Continue,
-            Verdict::Succeeded => Step::Done(Ok(())),
-            Verdict::Failed(reason) => {
-                failure = Some(reason);
-                Step::Done(Ok(()))
-            }
-        }
-    });
-    let interrupted = tokio::select! {
-        result = followed => {
-            result?;
-            false
-        }
-        _ = tokio::signal::ctrl_c() => true,
-    };
-    progress.finish();
-    if interrupted {
-        eprintln!(
-            "Stopped waiting; the cluster goes on (nothing was cancelled). Follow it again \
-             with `provisioning cluster events {id} -f`"
-        );
-        return Err(CliError::Interrupted);
-    }
+        watch.see(event)
+    })
+    .await?;
     let settled: &[&str] = match (&failure, &goal) {
-        (Some(_), _) => &["failed", "destroyed", "rolling_back"],
-        (None, Goal::Ready) => &["ready"],
+        (Some(_), _) => &["failed", "destroyed", "rolling_back", "ready", "destroying"],
+        (None, Goal::Ready | Goal::Scaled { .. }) => &["ready"],
         (None, Goal::Destroyed) => &["destroyed"],
-        (None, Goal::Scaled { .. }) => &["ready"],
     };
-    show_settled(api, format, id, settled).await?;
+    let path = format!("/api/v1/clusters/{id}");
+    let status = |cluster: &Cluster| cluster.status.clone();
+    show_settled(api, format, &path, "cluster", settled, status, details).await?;
     match failure {
         Some(reason) => Err(CliError::JobFailed(format!("the cluster failed: {reason}"))),
         None => Ok(()),
     }
 }
 
-/// Prints the cluster once `GET` shows it in one of the `settled` statuses (its read model
-/// follows the events a moment later), or as it is after [`SETTLING`].
-async fn show_settled(
-    api: &Api,
-    format: Format,
-    id: &VmId,
-    settled: &[&str],
-) -> Result<(), CliError> {
-    let deadline = Instant::now() + SETTLING;
+/// The cluster's events after sequence `after`, in order, every page of them.
+pub async fn history(api: &Api, id: &str, mut after: u64) -> Result<Vec<Value>, CliError> {
+    let path = format!("/api/v1/clusters/{id}/events");
+    let mut all = vec![];
     loop {
-        let value = api.get(&format!("/api/v1/clusters/{id}"), &[]).await?;
-        let cluster: Cluster = read(&value, "cluster")?;
-        if settled.contains(&cluster.status.as_str()) || Instant::now() >= deadline {
-            return output::print(format, &value, |_| Ok(details(&cluster)));
+        let query = [("after", after.to_string()), ("limit", PAGE.to_string())];
+        let page: Vec<Value> = read(&api.get(&path, &query).await?, "event list")?;
+        let full = page.len() == PAGE;
+        if let Some(last) = page.last().and_then(|e| e["sequence"].as_u64()) {
+            after = last;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        all.extend(page);
+        if !full {
+            return Ok(all);
+        }
     }
 }
 
 /// `cluster events [-f]`: every event of the cluster from its first, one a line (one JSON
-/// object a line with `-o json`); with `follow`, live until Ctrl-C.
+/// object a line with `-o json`); with `follow`, then live until Ctrl-C.
 pub async fn events(api: &Api, format: Format, arg: &str, follow: bool) -> Result<(), CliError> {
     let id = resolve(api, arg).await?;
-    let path = format!("/api/v1/clusters/{id}/stream");
-    let last = Cell::new(Instant::now());
-    let followed = follow_stream(api, &path, |event| {
-        last.set(Instant::now());
-        match format {
-            Format::Table => println!("{}", describe(event)),
-            Format::Json | Format::Yaml => println!(
-                "{}",
-                serde_json::json!({"type": event.kind, "data": event.data})
-            ),
+    let print = |event: &Event| match format {
+        Format::Table => println!("{}", describe(event)),
+        Format::Json | Format::Yaml => println!(
+            "{}",
+            serde_json::json!({"type": event.kind, "data": event.data})
+        ),
+    };
+    if !follow {
+        for value in history(api, id.as_str(), 0).await? {
+            print(&read::<Event>(&value, "event")?);
         }
+        return Ok(());
+    }
+    let path = format!("/api/v1/clusters/{id}/stream");
+    let followed = follow_stream(api, &path, |event| {
+        print(event);
         Step::Continue
     });
-    tokio::pin!(followed);
-    loop {
-        tokio::select! {
-            result = &mut followed => return result,
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-            _ = tokio::time::sleep(Duration::from_millis(200)), if !follow => {
-                if last.get().elapsed() >= QUIET {
-                    return Ok(());
-                }
-            }
-        }
+    tokio::select! {
+        result = followed => result,
+        _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }
 
@@ -315,20 +273,31 @@ mod tests {
     }
 
     #[test]
-    fn a_scale_waits_for_the_nodes_it_adds_after_its_own_request() {
+    fn a_scale_waits_for_its_own_completion_and_fails_when_replaced_or_failed() {
         let goal = Goal::Scaled {
             role: "agent".into(),
-            from: 1,
             to: 3,
         };
+        let asked = |count: u32| event("ScaleRequested", json!({"role": "agent", "count": count}));
+        let done = |count: u32| event("ScaleCompleted", json!({"role": "agent", "count": count}));
+        let mut watch = Watch::new(goal.clone());
+        assert_eq!(watch.see(&done(3)), Verdict::Going, "before its request");
+        assert_eq!(watch.see(&asked(3)), Verdict::Going);
+        assert_eq!(watch.see(&done(1)), Verdict::Going, "another scale's");
+        assert_eq!(watch.see(&done(3)), Verdict::Succeeded);
+
+        let mut watch = Watch::new(goal.clone());
+        watch.see(&asked(3));
+        assert_eq!(
+            watch.see(&asked(1)),
+            Verdict::Failed("a later scale of role agent to 1 took its place".into())
+        );
         let mut watch = Watch::new(goal);
-        let node = |i: u32| event("NodeRequested", json!({"role": "agent", "index": i}));
-        assert_eq!(watch.see(&node(1)), Verdict::Going, "before its request");
-        let asked = event("ScaleRequested", json!({"role": "agent", "count": 3}));
-        assert_eq!(watch.see(&asked), Verdict::Going);
-        assert_eq!(watch.see(&node(0)), Verdict::Going, "not one it adds");
-        assert_eq!(watch.see(&node(1)), Verdict::Going);
-        assert_eq!(watch.see(&node(2)), Verdict::Succeeded);
+        watch.see(&asked(3));
+        assert_eq!(
+            watch.see(&event("ClusterFailed", json!({"why": "k3s failed"}))),
+            Verdict::Failed("k3s failed".into())
+        );
     }
 
     #[test]

@@ -1,17 +1,15 @@
 //! `vm create|list|show|destroy`, and `--wait`: following the VM's stream until the job the
 //! command asked for ends.
 
-use std::time::Duration;
-
 use serde_json::{json, Map, Value};
 
 use crate::args::{CreateArgs, Format, ListArgs};
 use crate::client::Api;
 use crate::error::CliError;
-use crate::follow::{follow, Goal, Step, Verdict, Watch};
+use crate::follow::{Goal, Watch};
 use crate::names;
 use crate::output::{self, fields, short_id, Cell, Colour, Style, Table};
-use crate::progress::Progress;
+use crate::waiting::{follow_until, show_settled, Following};
 use crate::wire::{read, Taskserv, Vm, VmId};
 
 pub async fn create(api: &Api, format: Format, args: CreateArgs) -> Result<(), CliError> {
@@ -144,9 +142,18 @@ pub(super) async fn wait(
         vm.id
     );
     let mut watch = Watch::new(job, goal);
-    let mut failure = None;
-    let mut progress = Progress::start(&format!("waiting for the {action} job {job}"));
-    let followed = follow(api, &vm.id, |event| {
+    let on_interrupt = format!(
+        "Stopped waiting; the {action} goes on (nothing was cancelled). Follow it again \
+         with `provisioning vm logs {} -f`, or see it with `provisioning vm show {}`",
+        vm.id, vm.id
+    );
+    let following = Following {
+        path: format!("/api/v1/vms/{}/stream", vm.id),
+        after: None,
+        status: format!("waiting for the {action} job {job}"),
+        on_interrupt: &on_interrupt,
+    };
+    let failure = follow_until(api, following, |event, progress| {
         let (line, verdict) = watch.see(event);
         if let Some(line) = line {
             progress.say(&format!("  {line}"));
@@ -155,65 +162,22 @@ pub(super) async fn wait(
         if event.kind == "LogLine" && event.job_id() == Some(job) {
             progress.detail(event.text("message").unwrap_or_default());
         }
-        match verdict {
-            Verdict::Going => Step::Continue,
-            Verdict::Succeeded => Step::Done(Ok(())),
-            Verdict::Failed(reason) => {
-                failure = Some(reason);
-                Step::Done(Ok(()))
-            }
-        }
-    });
-    let interrupted = tokio::select! {
-        result = followed => {
-            result?;
-            false
-        }
-        _ = tokio::signal::ctrl_c() => true,
-    };
-    progress.finish();
-    if interrupted {
-        eprintln!(
-            "Stopped waiting; the {action} goes on (nothing was cancelled). Follow it again \
-             with `provisioning vm logs {} -f`, or see it with `provisioning vm show {}`",
-            vm.id, vm.id
-        );
-        return Err(CliError::Interrupted);
-    }
+        verdict
+    })
+    .await?;
     let settled: &[&str] = match (&failure, goal) {
         (Some(_), _) => &["failed"],
         (None, Goal::Provisioned) => &["provisioned", "initializing", "running", "unreachable"],
         (None, Goal::Destroyed) => &["destroyed"],
     };
-    show_settled(api, format, &vm.id, settled).await?;
+    let path = format!("/api/v1/vms/{}", vm.id);
+    let status = |vm: &Vm| vm.status.clone();
+    show_settled(api, format, &path, "VM", settled, status, details).await?;
     match failure {
         Some(reason) => Err(CliError::JobFailed(format!(
             "the {action} failed: {reason}"
         ))),
         None => Ok(()),
-    }
-}
-
-/// How long the read model may take to show what the stream told.
-const SETTLING: Duration = Duration::from_secs(5);
-
-/// Prints the VM once `GET` shows it in one of the `settled` statuses: the stream is read
-/// from the events, `GET` from a read model that follows them a moment later (and waits
-/// only for the caller's own writes, not the runner's).
-async fn show_settled(
-    api: &Api,
-    format: Format,
-    id: &VmId,
-    settled: &[&str],
-) -> Result<(), CliError> {
-    let deadline = tokio::time::Instant::now() + SETTLING;
-    loop {
-        let value = api.get(&format!("/api/v1/vms/{id}"), &[]).await?;
-        let vm: Vm = read(&value, "VM")?;
-        if settled.contains(&vm.status.as_str()) || tokio::time::Instant::now() >= deadline {
-            return output::print(format, &value, |_| Ok(details(&vm)));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

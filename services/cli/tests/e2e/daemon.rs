@@ -100,6 +100,31 @@ impl Daemon {
         answer["token"].as_str().unwrap().to_owned()
     }
 
+    /// A personal API token of a new user of role `user` (made as a sign-in makes them).
+    pub async fn user_token(&self, email: &str) -> String {
+        use sha2::Digest;
+        let pool = store::connect(&server_url(&self.db_name), 1).await.unwrap();
+        let sign_in = store::users::SignIn {
+            issuer: "https://issuer.test".into(),
+            subject: format!("sub-{email}"),
+            email: email.into(),
+            email_verified: true,
+            name: None,
+            groups: vec![],
+        };
+        let user = store::users::upsert_signed_in(&pool, &sign_in, &[])
+            .await
+            .unwrap();
+        let random = || uuid::Uuid::new_v4().simple().to_string();
+        let token = format!("pat_{}{}", random(), random());
+        let hash: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        store::api_tokens::insert(&pool, user.id, "cli", &token[..12], &hash, None)
+            .await
+            .unwrap();
+        pool.close().await;
+        token
+    }
+
     /// `GET path` as the admin: the API's own answer, to compare the CLI's with.
     pub async fn get(&self, path: &str) -> serde_json::Value {
         reqwest::Client::new()

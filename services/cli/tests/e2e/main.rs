@@ -3,6 +3,8 @@
 
 mod account;
 mod admin;
+mod catalog;
+mod cluster_scale;
 mod clusters;
 mod daemon;
 mod life;
@@ -10,6 +12,7 @@ mod provider;
 mod proxy;
 mod refusals;
 mod sign_in;
+mod terminal;
 mod verbs;
 
 use std::process::Stdio;
@@ -57,6 +60,11 @@ pub async fn cli(
         input.write_all(text.as_bytes()).await.unwrap();
     }
     drop(input);
+    finish(child).await
+}
+
+/// What `child` did, once it ended (within 3 minutes).
+pub async fn finish(child: tokio::process::Child) -> Run {
     let output = tokio::time::timeout(
         std::time::Duration::from_secs(180),
         child.wait_with_output(),

@@ -155,6 +155,7 @@ fn routes() -> Vec<Route> {
         r("GET", "/api/v1/clusters", AnyUser, None),
         r("GET", "/api/v1/clusters/{id}", Vm, None),
         r("GET", "/api/v1/clusters/{id}/stream", Vm, None),
+        r("GET", "/api/v1/clusters/{id}/events", Vm, None),
         r(
             "POST",
             "/api/v1/clusters/{id}/scale",

@@ -69,6 +69,30 @@ impl TestApp {
         }
     }
 
+    /// Waits until the cluster has recorded an event of `kind` whose data `check` accepts;
+    /// its events in order up to that one.
+    pub async fn wait_for_cluster_event(
+        &self,
+        id: &str,
+        kind: &str,
+        limit: Duration,
+        check: impl Fn(&Value) -> bool,
+    ) -> Vec<(String, Value, i64)> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let mut events = self.cluster_events(id).await;
+            if let Some(at) = events.iter().position(|(k, d, _)| k == kind && check(d)) {
+                events.truncate(at + 1);
+                return events;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cluster never recorded {kind}: {events:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// The cluster's events in order: (type, data, position).
     pub async fn cluster_events(&self, id: &str) -> Vec<(String, Value, i64)> {
         cluster_events(&self.pool, id).await

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use domain::identity::Role;
 use serde_json::{json, Value};
 
 use crate::cluster_support::{cluster_request, test_templates};
@@ -174,6 +175,22 @@ async fn a_k3s_ha_cluster_makes_its_servers_first_and_its_agents_after_the_gate_
         crate::sse::read_until(stream("6").await.unwrap(), |e| e.event == "ClusterReady").await;
     assert_eq!(rest[0].number(), 7);
     assert_eq!(rest.len(), kinds.len() - 6);
+
+    // The same events as one JSON page, paged by sequence; another user's cluster is 404.
+    let events = format!("/api/v1/clusters/{id}/events");
+    let page: Vec<Value> = app.get_json(&events).await;
+    let types: Vec<&str> = page.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, streamed);
+    let next: Vec<Value> = app.get_json(&format!("{events}?after=6&limit=2")).await;
+    let sequences: Vec<u64> = next
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, [7, 8]);
+    assert_eq!(next[0]["type"], page[6]["type"]);
+    let bob = app.user("bob@example.test", Role::User).await;
+    let refused: Value = bob.json("GET", &events, None, 404).await;
+    assert_eq!(refused["code"], "not_found", "{refused}");
 }
 
 #[tokio::test]
@@ -190,12 +207,32 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
     let _: Value = app
         .post_json(&format!("/api/v1/clusters/{id}/scale"), &scale(3), 202)
         .await;
+    // The scale ends with its own event, once both added workers passed their gate.
+    let to = |count: u32| move |d: &Value| d["role"] == "worker" && d["count"] == count;
+    let upto = app
+        .wait_for_cluster_event(&id, "ScaleCompleted", WITHIN, to(3))
+        .await;
+    let since: Vec<&str> = upto
+        .iter()
+        .skip_while(|(kind, _, _)| kind != "ScaleRequested")
+        .map(|(kind, _, _)| kind.as_str())
+        .collect();
+    assert_eq!(
+        since,
+        [
+            "ScaleRequested",
+            "NodeRequested",
+            "NodeRequested",
+            "ScaleCompleted"
+        ]
+    );
     let grown = app
         .wait_for_cluster_that(&id, "had three running workers", WITHIN, |c| {
             let workers = nodes_of(c, "worker");
             workers.len() == 3 && workers.iter().all(|n| n["status"] == "running")
         })
         .await;
+    assert_eq!(grown["status"], "ready");
     let third = nodes_of(&grown, "worker")[2]["vm_id"]
         .as_str()
         .unwrap()
@@ -219,6 +256,24 @@ async fn a_ready_cluster_scales_up_and_down_and_is_destroyed_with_every_node() {
         })
         .await;
     assert_eq!(shrunk["status"], "ready");
+    // Down ends once both dropped workers are destroyed and removed.
+    let upto = app
+        .wait_for_cluster_event(&id, "ScaleCompleted", WITHIN, to(1))
+        .await;
+    let since: Vec<&str> = upto
+        .iter()
+        .skip_while(|(kind, data, _)| !(kind == "ScaleRequested" && data["count"] == 1))
+        .map(|(kind, _, _)| kind.as_str())
+        .collect();
+    assert_eq!(
+        since,
+        [
+            "ScaleRequested",
+            "NodeRemoved",
+            "NodeRemoved",
+            "ScaleCompleted"
+        ]
+    );
 
     // Out of range, or a role it does not have: refused, nothing recorded.
     let before = app.cluster_events(&id).await.len();

@@ -2,9 +2,11 @@
 //! /api/v1/clusters` records the request; the cluster coordinator makes the nodes, stage
 //! by stage. Reads join the cluster with its nodes' VMs.
 
+mod history;
 mod stream;
 mod wire;
 
+pub use history::*;
 pub use stream::*;
 pub use wire::*;
 
@@ -30,6 +32,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/clusters/{id}", get(get_cluster).delete(destroy_cluster))
         .route("/clusters/{id}/scale", post(scale_cluster))
         .route("/clusters/{id}/stream", get(stream_cluster))
+        .route("/clusters/{id}/events", get(list_cluster_events))
         .route_layer(axum::middleware::from_fn_with_state(
             state,
             crate::answers::wait_for_min_position,

@@ -48,8 +48,8 @@ pub async fn list_vm_events(
 }
 
 /// `after`: a sequence, as the events table keeps them (a non-negative `bigint`); 0 when
-/// left out.
-fn sequence_after(params: &[(String, String)]) -> Result<u64, ApiError> {
+/// left out. A VM's history and a cluster's read it alike.
+pub(crate) fn sequence_after(params: &[(String, String)]) -> Result<u64, ApiError> {
     let Some((_, after)) = params.iter().find(|(name, _)| name == "after") else {
         return Ok(0);
     };
@@ -59,7 +59,7 @@ fn sequence_after(params: &[(String, String)]) -> Result<u64, ApiError> {
         .and_then(|after| u64::try_from(after).ok())
         .ok_or_else(|| ApiError::Invalid {
             field: "after".into(),
-            reason: "must be the sequence of an event of the VM".into(),
+            reason: "must be the sequence of an event: 0 or more".into(),
         })
 }
 
