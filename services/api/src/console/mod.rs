@@ -19,8 +19,8 @@ mod session;
 mod taskserv_params;
 mod tokens;
 mod vm_actions;
-mod vm_list;
 mod vm_at;
+mod vm_list;
 mod vms;
 
 use askama::Template;
