@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms/{id}/extend", post(vm_actions::extend_vm))
         .route("/vms/{id}/destroy", post(vm_actions::destroy_vm))
         .route("/vms/{id}/retry", post(vm_actions::retry_vm))
+        .route("/vms/{id}/refresh", post(vm_actions::refresh_vm))
         .route("/vms/{id}/jobs/{job}/cancel", post(vm_actions::cancel_job))
         .route(
             "/vms/{id}/jobs/{job}/force-cancel",

@@ -1,4 +1,4 @@
-//! The VM page's forms: extend, destroy, retry, and cancel or force-cancel a job. Each asks
+//! The VM page's forms: extend, refresh, destroy, retry, and cancel or force-cancel a job. Each asks
 //! its use case and goes back to the VM's page (`303`), with a notice of what was done; a
 //! refusal is shown on the VM's page itself, with the status the API would answer.
 
@@ -15,12 +15,16 @@ use crate::{ApiError, AppState};
 
 /// What a VM form did, as `?done=` names it: the notice its page shows. A fixed list, so a
 /// link cannot make the page say anything else.
-const NOTICES: [(&str, &str); 6] = [
+const NOTICES: [(&str, &str); 7] = [
     (
         "created",
         "The VM was requested; it is created in the background.",
     ),
     ("extended", "The VM's life was extended."),
+    (
+        "refresh",
+        "A refresh job is queued: Terraform reads the VM as the cloud has it.",
+    ),
     ("destroy", "The VM is to be destroyed."),
     ("retry", "The failed job is queued again."),
     ("cancel", "The job's cancel was asked."),
@@ -41,6 +45,7 @@ pub(crate) fn notice(query: &str) -> Option<&'static str> {
 /// What a VM's form asks.
 enum Action {
     Extend,
+    Refresh,
     Destroy,
     Retry,
     Cancel(String),
@@ -55,6 +60,16 @@ pub(crate) async fn extend_vm(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     act(state, id, parts, body, Action::Extend).await
+}
+
+/// `POST /console/vms/{id}/refresh`.
+pub(crate) async fn refresh_vm(
+    state: State<AppState>,
+    Path(id): Path<String>,
+    parts: Parts,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    act(state, id, parts, body, Action::Refresh).await
 }
 
 /// `POST /console/vms/{id}/destroy`.
@@ -119,6 +134,7 @@ async fn act(
             Ok(hours) => ("extended", app.extend_vm(&caller, vm, hours, None).await),
             Err(e) => ("extended", Err(e)),
         },
+        Action::Refresh => ("refresh", app.refresh_vm(&caller, vm, None).await),
         Action::Destroy => ("destroy", app.destroy_vm(&caller, vm, None).await),
         Action::Retry => ("retry", app.retry_vm(&caller, vm, None).await),
         Action::Cancel(job) => match job_id(&job) {

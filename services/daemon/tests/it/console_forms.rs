@@ -169,6 +169,38 @@ async fn a_queued_job_is_cancelled_a_vm_extended_and_destroyed_from_its_page() {
 }
 
 #[tokio::test]
+async fn a_refresh_is_queued_from_the_vms_page_and_refused_once_it_is_destroyed() {
+    let app = app().await;
+    let alice = app.user("alice@example.test", Role::User).await;
+    let id = vm_of(&alice, "alice-vm").await;
+    let cookie = sign_in(&app, &alice.token).await;
+
+    let response = post(&app, &cookie, &format!("/console/vms/{id}/refresh"), &[]).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        location(&response),
+        format!("/console/vms/{id}?done=refresh")
+    );
+    let vm = vm_json(&app, &alice.token, &id).await;
+    let actions: Vec<&str> = vm["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(vm["job"].as_object().map(|_| &vm["job"]))
+        .map(|job| job["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"refresh"), "{vm}");
+    let (_, body) = page(&app, &cookie, &format!("/console/vms/{id}?done=refresh")).await;
+    assert!(body.contains("A refresh job is queued"), "{body}");
+
+    let response = post(&app, &cookie, &format!("/console/vms/{id}/destroy"), &[]).await;
+    assert_eq!(response.status(), 303);
+    let response = post(&app, &cookie, &format!("/console/vms/{id}/refresh"), &[]).await;
+    assert_eq!(response.status(), 409);
+    assert!(response.text().await.unwrap().contains("id=\"refusal\""));
+}
+
+#[tokio::test]
 async fn another_users_vm_and_the_admin_pages_are_closed_to_a_user() {
     let app = app().await;
     let alice = app.user("alice@example.test", Role::User).await;
@@ -176,7 +208,7 @@ async fn another_users_vm_and_the_admin_pages_are_closed_to_a_user() {
     let theirs = vm_of(&bob, "bob-vm").await;
     let cookie = sign_in(&app, &alice.token).await;
 
-    for action in ["destroy", "extend", "retry", "jobs/1/cancel"] {
+    for action in ["destroy", "extend", "refresh", "retry", "jobs/1/cancel"] {
         let response = post(
             &app,
             &cookie,

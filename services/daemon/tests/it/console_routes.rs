@@ -34,7 +34,7 @@ const PAGES: [&str; 22] = [
     "/console/admin/policies",
     "/console/admin/dead-letters",
 ];
-const FORMS: [&str; 20] = [
+const FORMS: [&str; 21] = [
     "/console/admin/catalog",
     "/console/admin/catalog/new-provider",
     "/console/admin/catalog/new-template",
@@ -43,6 +43,7 @@ const FORMS: [&str; 20] = [
     "/console/vms",
     "/console/vms/{vm}/extend",
     "/console/vms/{vm}/destroy",
+    "/console/vms/{vm}/refresh",
     "/console/vms/{vm}/retry",
     "/console/vms/{vm}/jobs/1/cancel",
     "/console/vms/{vm}/jobs/1/force-cancel",
