@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// One dot going round a braille cell, then the frame shown when the wait is over.
+const FRAMES: &str = "⠁⠂⠄⡀⢀⠠⠐⠈ ";
+
 pub struct Progress {
     bar: ProgressBar,
     status: String,
@@ -16,7 +19,7 @@ impl Progress {
         let bar = if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new_spinner();
             if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}") {
-                bar.set_style(style);
+                bar.set_style(style.tick_chars(FRAMES));
             }
             bar.enable_steady_tick(Duration::from_millis(120));
             bar

@@ -20,6 +20,7 @@ mod taskserv_params;
 mod tokens;
 mod vm_actions;
 mod vm_at;
+mod vm_history;
 mod vm_list;
 mod vms;
 
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/vms/{id}/destroy", post(vm_actions::destroy_vm))
         .route("/vms/{id}/retry", post(vm_actions::retry_vm))
         .route("/vms/{id}/refresh", post(vm_actions::refresh_vm))
+        .route("/vms/{id}/history", get(vm_history::show_history))
         .route("/vms/{id}/jobs/{job}/cancel", post(vm_actions::cancel_job))
         .route(
             "/vms/{id}/jobs/{job}/force-cancel",

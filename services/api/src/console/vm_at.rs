@@ -9,7 +9,7 @@ use axum::response::Response;
 use domain::provisioning::VmId;
 
 use super::form::message;
-use super::vms::{history, EventLine};
+use super::vms::{history, EventLine, HISTORY_SHOWN};
 use super::{not_found, page, shown, Layout};
 use crate::auth::Principal;
 use crate::{ApiError, AppState};
@@ -109,7 +109,7 @@ pub(crate) async fn vm_at_answer(
             ended: job.ended_at.map(shown).unwrap_or_default(),
         })
         .collect();
-    let (events, earlier) = history(state, vm, Some(then.position)).await?;
+    let (events, earlier) = history(state, vm, Some(then.position), HISTORY_SHOWN).await?;
     Ok(page(
         StatusCode::OK,
         &VmAtPage {

@@ -20,7 +20,7 @@ use crate::routes::taskservs::VmTaskservOut;
 use crate::{ApiError, AppState};
 
 /// How many of a VM's last events its page shows.
-const HISTORY_SHOWN: usize = 50;
+pub(super) const HISTORY_SHOWN: usize = 50;
 
 /// A VM as a row of the list and the head of its page.
 pub(super) struct VmLine {
@@ -198,7 +198,7 @@ async fn vm_page(
             running: job.state == domain::provisioning::JobState::Running,
         })
         .collect();
-    let (events, earlier) = history(state, vm, None).await?;
+    let (events, earlier) = history(state, vm, None, HISTORY_SHOWN).await?;
     let job_ids: Vec<u32> = view.jobs.iter().map(|j| j.id.get()).collect();
     let log = super::log::latest_job_lines(&state.app.pool, vm, &job_ids).await?;
     Ok(VmPage {
@@ -218,12 +218,13 @@ async fn vm_page(
     })
 }
 
-/// The VM's last events (up to the one at position `upto`, when given), Terraform's lines
-/// left out, oldest first; and whether there were more before them.
+/// The VM's last `count` events (up to the one at position `upto`, when given), Terraform's
+/// lines left out, oldest first; and whether there were more before them.
 pub(super) async fn history(
     state: &AppState,
     vm: VmId,
     upto: Option<i64>,
+    count: usize,
 ) -> Result<(Vec<EventLine>, bool), ApiError> {
     let filter = store::audit::AuditFilter {
         vm: Some(vm),
@@ -238,8 +239,8 @@ pub(super) async fn history(
     if let Some(upto) = upto {
         all.retain(|e| e.position <= upto);
     }
-    let earlier = all.len() > HISTORY_SHOWN;
-    let lines = all[all.len().saturating_sub(HISTORY_SHOWN)..]
+    let earlier = all.len() > count;
+    let lines = all[all.len().saturating_sub(count)..]
         .iter()
         .map(|e| EventLine {
             position: e.position,

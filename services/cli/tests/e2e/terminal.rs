@@ -9,7 +9,7 @@ use crate::clusters::signed_in;
 use crate::daemon::Daemon;
 use crate::{cli, finish, Run};
 
-/// indicatif's spinner frames.
+/// The spinner's frames (progress.rs), without the blank it ends on.
 const FRAMES: [char; 8] = ['⠁', '⠂', '⠄', '⡀', '⢀', '⠠', '⠐', '⠈'];
 
 /// Runs `provisioning args` on a pseudo-terminal of 120 columns (its stdout and stderr both

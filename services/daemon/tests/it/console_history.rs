@@ -164,3 +164,45 @@ async fn a_point_that_is_not_one_is_a_400_page_and_another_users_past_a_404() {
         assert_eq!(status, 404, "{job}");
     }
 }
+
+#[tokio::test]
+async fn a_long_history_links_to_a_page_with_every_event() {
+    let app = app().await;
+    let alice = app.user("alice@example.test", Role::User).await;
+    let bob = app.user("bob@example.test", Role::User).await;
+    let vm = vm_of(&alice, "long-vm").await;
+    for _ in 0..55 {
+        let _: Value = alice
+            .json(
+                "POST",
+                &format!("/api/v1/vms/{vm}/extend"),
+                Some(&serde_json::json!({"hours": 1})),
+                202,
+            )
+            .await;
+    }
+    let events = history(&app, &vm).await;
+    assert!(events.len() > 55, "{events:?}");
+    let cookie = sign_in(&app, &alice.token).await;
+
+    let (_, body) = page(&app, &cookie, &format!("/console/vms/{vm}")).await;
+    assert!(body.contains("id=\"whole-history\""), "{body}");
+    assert_eq!(body.matches("<tr data-position=").count(), 50);
+
+    let (status, body) = page(&app, &cookie, &format!("/console/vms/{vm}/history")).await;
+    assert_eq!(status, 200);
+    assert_is_a_page(&body);
+    assert!(!body.contains("id=\"whole-history\""), "{body}");
+    for (position, _) in &events {
+        assert!(
+            body.contains(&format!("<tr data-position=\"{position}\">")),
+            "event at {position} missing"
+        );
+    }
+    assert_eq!(body.matches("<tr data-position=").count(), events.len());
+
+    let bobs = sign_in(&app, &bob.token).await;
+    let (status, body) = page(&app, &bobs, &format!("/console/vms/{vm}/history")).await;
+    assert_eq!(status, 404);
+    assert!(!body.contains("long-vm"));
+}

@@ -10,7 +10,7 @@ use crate::console::{app, browser, page, sign_in, vm_of};
 /// in (`401` with the form; the streams and the audit export a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 22] = [
+const PAGES: [&str; 23] = [
     "/console/admin/catalog",
     "/console/admin/catalog/new-provider",
     "/console/admin/catalog/new-template",
@@ -21,6 +21,7 @@ const PAGES: [&str; 22] = [
     "/console/vms/{vm}?at=1",
     "/console/vms/{vm}?at=yesterday",
     "/console/vms/{vm}/jobs/1",
+    "/console/vms/{vm}/history",
     "/console",
     "/console/vms",
     "/console/vms/new",
