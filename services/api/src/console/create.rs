@@ -10,10 +10,11 @@ use axum::extract::State;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
-use domain::provisioning::{DurationHours, ProviderId, SshPublicKey, TemplateId, VmName};
+use domain::provisioning::{ProviderId, TemplateId, VmName};
 
 use super::form::{caller_of, poster, see_other, Fields, Refusal};
 use super::limits::{limit_lines, LimitLine};
+use super::reach::{self, KeyChoice, Reach, ReachChoices};
 use super::session::{sign_in_required, signed_in};
 use super::taskserv_params::{self, TaskservChoice, Typed};
 use super::{page, Layout};
@@ -29,11 +30,7 @@ struct Values {
     taskservs: Vec<String>,
     /// The taskservs' params as typed, by `<taskserv>.<param>`.
     params: Typed,
-    ssh_key_id: String,
-    ssh_public_key: String,
-    networks: String,
-    me: bool,
-    duration: String,
+    reach: Reach,
 }
 
 struct TemplateChoice {
@@ -44,11 +41,6 @@ struct TemplateChoice {
 struct ProviderChoice {
     name: String,
     templates: Vec<TemplateChoice>,
-}
-
-struct KeyChoice {
-    id: String,
-    label: String,
 }
 
 #[derive(Template)]
@@ -76,11 +68,8 @@ impl CreatePage {
         }
         let fields: &[&str] = match name {
             "template" => &["provider", "template"],
-            "ssh" => &["ssh_key_id", "ssh_public_key"],
-            "networks" => &["allow_ssh_from"],
-            "duration" => &["duration_hours"],
             "taskservs" => &["taskservs"],
-            _ => &["name"],
+            other => reach::fields_of(other).unwrap_or(&["name"]),
         };
         self.refusal.as_ref()?.about(fields)
     }
@@ -117,8 +106,7 @@ pub(crate) async fn new_vm(
         return Ok(sign_in_required(&state, &parts));
     };
     let values = Values {
-        duration: "4".into(),
-        me: true,
+        reach: Reach::new(),
         ..Values::default()
     };
     form(&state, &mut parts, &principal, values, None).await
@@ -145,11 +133,7 @@ pub(crate) async fn create_vm(
             .map(str::to_owned)
             .collect(),
         params: taskserv_params::typed(&fields),
-        ssh_key_id: fields.get("ssh_key_id").to_owned(),
-        ssh_public_key: fields.get("ssh_public_key").to_owned(),
-        networks: fields.get("networks").to_owned(),
-        me: fields.get("me") == "on",
-        duration: fields.get("duration_hours").to_owned(),
+        reach: Reach::of(&fields),
     };
     let listing = state.app.list_taskservs().await?;
     let requested = match request(&values, &listing) {
@@ -174,50 +158,14 @@ fn request(
     values: &Values,
     listing: &[app::taskservs::TaskservListing],
 ) -> Result<app::vms::VmRequest, app::Error> {
-    let invalid = |field: &str, reason: &str| app::Error::Invalid {
-        field: field.into(),
-        reason: reason.into(),
-    };
     let name = VmName::parse(&values.name)?;
     let (provider, template) = values
         .template
         .split_once('/')
-        .ok_or_else(|| invalid("template", "choose a template"))?;
-    let ssh_key = match (values.ssh_key_id.as_str(), values.ssh_public_key.as_str()) {
-        ("", "") => {
-            return Err(invalid(
-                "ssh_public_key",
-                "choose a registered key or paste a public key",
-            ))
-        }
-        ("", key) => app::vms::SshKeyChoice::Key(SshPublicKey::parse(key)?),
-        (_, key) if !key.is_empty() => {
-            return Err(invalid(
-                "ssh_public_key",
-                "choose a registered key or paste one, not both",
-            ))
-        }
-        (id, _) => app::vms::SshKeyChoice::Registered(id.to_owned()),
-    };
-    let mut allow_ssh_from: Vec<String> = values
-        .networks
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if values.me {
-        allow_ssh_from.push("me".into());
-    }
-    if allow_ssh_from.is_empty() {
-        return Err(invalid(
-            "allow_ssh_from",
-            "give at least one network, or allow your own address",
-        ));
-    }
-    let hours = values
-        .duration
-        .parse::<i64>()
-        .map_err(|_| invalid("duration_hours", "give a whole number of hours"))?;
+        .ok_or_else(|| reach::invalid("template", "choose a template"))?;
+    let ssh_key = values.reach.ssh_key()?;
+    let allow_ssh_from = values.reach.networks()?;
+    let duration = values.reach.duration()?;
     let taskservs = taskserv_params::requests(&values.taskservs, &values.params, listing)?;
     Ok(app::vms::VmRequest {
         id: None,
@@ -226,7 +174,7 @@ fn request(
         template: TemplateId::parse(template)?,
         ssh_key,
         allow_ssh_from,
-        duration: DurationHours::parse(hours)?,
+        duration,
         taskservs,
         cluster: None,
     })
@@ -266,21 +214,9 @@ async fn form(
         .as_ref()
         .and_then(|r| r.about(&["taskservs"]))
         .is_some_and(|detail| taskserv_params::place(&mut taskservs, detail));
-    let keys = app
-        .ssh_keys(principal)
-        .await?
-        .into_iter()
-        .map(|k| KeyChoice {
-            id: k.id.to_string(),
-            label: format!("{} ({})", k.name, k.fingerprint),
-        })
-        .collect();
     let (limits, usage) = app.limits_and_usage(principal).await?;
     let caller = caller_of(state, parts, principal).await;
-    let address = match caller.client_addr.0 {
-        Ok(ip) => ip.to_string(),
-        Err(why) => format!("unknown: {why}"),
-    };
+    let ReachChoices { keys, address } = reach::choices(state, principal, &caller).await?;
     let status = refusal.as_ref().map_or(StatusCode::OK, |r| r.status);
     Ok(page(
         status,
@@ -319,10 +255,13 @@ mod tests {
         Values {
             name: "web-1".into(),
             template: "local/small".into(),
-            ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop".into(),
-            networks: "192.0.2.0/24, 198.51.100.0/24".into(),
-            me: true,
-            duration: "4".into(),
+            reach: Reach {
+                ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEpXvA+cP8hcraKOw+cO1rzIpAv7ms7vMYjhAKF7Qed/ me@laptop".into(),
+                networks: "192.0.2.0/24, 198.51.100.0/24".into(),
+                me: true,
+                duration: "4".into(),
+                ..Reach::default()
+            },
             ..Values::default()
         }
     }
@@ -359,23 +298,8 @@ mod tests {
             }),
             "template"
         );
-        let no_key = Values {
-            ssh_public_key: String::new(),
-            ..values()
-        };
+        let mut no_key = values();
+        no_key.reach.ssh_public_key.clear();
         assert_eq!(field(no_key), "ssh_public_key");
-        let nowhere = Values {
-            networks: String::new(),
-            me: false,
-            ..values()
-        };
-        assert_eq!(field(nowhere), "allow_ssh_from");
-        assert_eq!(
-            field(Values {
-                duration: "0".into(),
-                ..values()
-            }),
-            "duration_hours"
-        );
     }
 }

@@ -121,6 +121,21 @@ pub(crate) async fn caller_of(
     }
 }
 
+/// The notice a page's query names (`done=<what>`), from the page's fixed list of
+/// `(what, notice)`: a link cannot make a page say anything else.
+pub(crate) fn done_notice(
+    query: &str,
+    notices: &'static [(&'static str, &'static str)],
+) -> Option<&'static str> {
+    let done = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "done")
+        .map(|(_, v)| v.into_owned())?;
+    notices
+        .iter()
+        .find(|(what, _)| *what == done)
+        .map(|(_, notice)| *notice)
+}
+
 /// `303 See Other` to `to`: a post done, the browser reads the page again.
 pub(crate) fn see_other(to: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();

@@ -7,6 +7,8 @@
 
 mod admin;
 mod assets;
+mod cluster_actions;
+mod cluster_new;
 mod clusters;
 mod create;
 mod form;
@@ -15,6 +17,7 @@ mod keys;
 mod limits;
 mod live;
 mod log;
+mod reach;
 mod session;
 mod taskserv_params;
 mod tokens;
@@ -60,8 +63,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/limits", get(limits::show_limits))
-        .route("/clusters", get(clusters::list_clusters))
+        .route(
+            "/clusters",
+            get(clusters::list_clusters).post(cluster_new::create_cluster),
+        )
+        .route("/clusters/new", get(cluster_new::new_cluster))
         .route("/clusters/{id}", get(clusters::show_cluster))
+        .route("/clusters/{id}/scale", post(cluster_actions::scale_cluster))
+        .route(
+            "/clusters/{id}/destroy",
+            post(cluster_actions::destroy_cluster),
+        )
         .merge(live::router(state.clone()))
         .merge(admin::router())
         .merge(admin::audit::router(state.clone()))

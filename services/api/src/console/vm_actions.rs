@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use domain::provisioning::{JobId, VmId};
 
-use super::form::{poster, see_other, Fields, Refusal};
+use super::form::{done_notice, poster, see_other, Fields, Refusal};
 use super::not_found;
 use super::vms::vm_answer;
 use crate::{ApiError, AppState};
@@ -33,13 +33,7 @@ const NOTICES: [(&str, &str); 7] = [
 
 /// The notice of a page's query (`done=<what>`), if it names one.
 pub(crate) fn notice(query: &str) -> Option<&'static str> {
-    let done = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "done")
-        .map(|(_, v)| v.into_owned())?;
-    NOTICES
-        .iter()
-        .find(|(what, _)| *what == done)
-        .map(|(_, notice)| *notice)
+    done_notice(query, &NOTICES)
 }
 
 /// What a VM's form asks.

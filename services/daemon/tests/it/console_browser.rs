@@ -99,6 +99,8 @@ async fn a_queued_job_is_cancelled_and_a_user_meets_the_403_and_404_pages() {
         "/console/vms".to_owned(),
         format!("/console/vms/{mine}"),
         "/console/vms/new".into(),
+        "/console/clusters".into(),
+        "/console/clusters/new".into(),
         "/console/keys".into(),
         "/console/tokens".into(),
         "/console/limits".into(),

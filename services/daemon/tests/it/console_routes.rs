@@ -10,7 +10,7 @@ use crate::console::{app, browser, page, sign_in, vm_of};
 /// in (`401` with the form; the streams and the audit export a bare `401`), a form sent from another site's page
 /// is refused (`403`) before anything else is looked at. Admin pages are in
 /// `another_users_vm_and_the_admin_pages_are_closed_to_a_user`.
-const PAGES: [&str; 23] = [
+const PAGES: [&str; 24] = [
     "/console/admin/catalog",
     "/console/admin/catalog/new-provider",
     "/console/admin/catalog/new-template",
@@ -30,12 +30,13 @@ const PAGES: [&str; 23] = [
     "/console/tokens",
     "/console/limits",
     "/console/clusters",
+    "/console/clusters/new",
     "/console/clusters/{id}",
     "/console/admin/users",
     "/console/admin/policies",
     "/console/admin/dead-letters",
 ];
-const FORMS: [&str; 21] = [
+const FORMS: [&str; 24] = [
     "/console/admin/catalog",
     "/console/admin/catalog/new-provider",
     "/console/admin/catalog/new-template",
@@ -48,6 +49,9 @@ const FORMS: [&str; 21] = [
     "/console/vms/{vm}/retry",
     "/console/vms/{vm}/jobs/1/cancel",
     "/console/vms/{vm}/jobs/1/force-cancel",
+    "/console/clusters",
+    "/console/clusters/{id}/scale",
+    "/console/clusters/{id}/destroy",
     "/console/keys",
     "/console/keys/generate",
     "/console/keys/{id}/delete",
