@@ -115,13 +115,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_known_notices_are_shown() {
-        assert_eq!(notice("done=scaled"), Some(NOTICES[1].1));
-        assert_eq!(notice("done=<b>x</b>"), None);
-        assert_eq!(notice(""), None);
-    }
-
-    #[test]
     fn a_count_is_a_whole_number() {
         assert_eq!(count("3").unwrap(), 3);
         for bad in ["-1", "x", "", "1.5"] {

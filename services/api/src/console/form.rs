@@ -189,6 +189,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_notice_of_the_pages_list_is_shown() {
+        const NOTICES: [(&str, &str); 2] = [("extended", "Extended."), ("destroy", "Destroyed.")];
+        assert_eq!(done_notice("done=destroy", &NOTICES), Some("Destroyed."));
+        assert_eq!(
+            done_notice("x=1&done=extended", &NOTICES),
+            Some("Extended.")
+        );
+        assert_eq!(done_notice("done=<script>", &NOTICES), None);
+        assert_eq!(done_notice("other=1", &NOTICES), None);
+    }
+
+    #[test]
     fn repeated_fields_are_all_kept_and_values_trimmed() {
         let fields = Fields::parse(b"taskserv=grafana&taskserv=&taskserv=redis&name=+web+");
         assert_eq!(fields.all("taskserv"), ["grafana", "redis"]);

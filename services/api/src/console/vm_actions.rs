@@ -177,13 +177,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_known_notices_are_shown() {
-        assert_eq!(notice("done=extended"), Some(NOTICES[1].1));
-        assert_eq!(notice("done=<script>"), None);
-        assert_eq!(notice("other=1"), None);
-    }
-
-    #[test]
     fn hours_are_checked_before_the_use_case() {
         assert_eq!(hours("4").unwrap(), 4);
         for bad in ["0", "169", "x", ""] {
