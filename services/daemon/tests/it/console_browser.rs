@@ -228,6 +228,7 @@ async fn screenshots() {
             "template.png",
         ),
         ("/console/admin/gauges", "gauges.png"),
+        ("/console/clusters/new", "cluster-new.png"),
     ] {
         browser.goto(&format!("{}{path}", app.address)).await;
         browser.screenshot(&dir.join(file)).await;
