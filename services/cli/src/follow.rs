@@ -135,6 +135,8 @@ pub enum Goal {
     /// by itself; a cloud VM once it phones home).
     Provisioned,
     Destroyed,
+    /// An install job on a running VM ended, every taskserv installed.
+    Installed,
 }
 
 /// How the awaited job stands after an event.
@@ -151,6 +153,8 @@ pub struct Watch {
     job: u32,
     goal: Goal,
     shown: Option<String>,
+    /// The first taskserv of an install job that failed, and how.
+    failed: Option<String>,
 }
 
 impl Watch {
@@ -159,6 +163,7 @@ impl Watch {
             job,
             goal,
             shown: None,
+            failed: None,
         }
     }
 
@@ -179,6 +184,29 @@ impl Watch {
                 (format!("provisioned (ip {ip})"), Verdict::Succeeded)
             }
             ("Destroyed", Goal::Destroyed) if ours => ("destroyed".to_owned(), Verdict::Succeeded),
+            ("JobStarted", Goal::Installed) if ours => ("installing".to_owned(), Verdict::Going),
+            ("TaskservStarted", Goal::Installed) if ours => {
+                let name = event.text("name").unwrap_or("?");
+                (format!("installing {name}"), Verdict::Going)
+            }
+            ("TaskservInstalled", Goal::Installed) if ours => {
+                let name = event.text("name").unwrap_or("?");
+                let version = event.text("version").unwrap_or("?");
+                (format!("installed {name} {version}"), Verdict::Going)
+            }
+            ("TaskservFailed", Goal::Installed) if ours => {
+                let name = event.text("name").unwrap_or("?");
+                let exit = event.data["exit_code"]
+                    .as_i64()
+                    .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
+                let line = format!("{name} failed ({exit})");
+                self.failed.get_or_insert_with(|| line.clone());
+                (line, Verdict::Going)
+            }
+            ("InstallEnded", Goal::Installed) if ours => match &self.failed {
+                Some(failed) => ("install ended".to_owned(), Verdict::Failed(failed.clone())),
+                None => ("install ended".to_owned(), Verdict::Succeeded),
+            },
             ("Failed" | "JobCancelled", _) if ours => {
                 let reason = event.text("reason").unwrap_or("no reason given").to_owned();
                 let verb = if event.kind == "Failed" {
@@ -217,6 +245,53 @@ mod tests {
             kind: kind.into(),
             data,
         }
+    }
+
+    #[test]
+    fn an_install_is_followed_taskserv_by_taskserv_and_fails_if_one_did() {
+        let events = |second: Event| {
+            [
+                event("TaskservsRequested", json!({"job_id": 2})),
+                event("JobStarted", json!({"job_id": 2})),
+                event("TaskservStarted", json!({"job_id": 2, "name": "docker"})),
+                event(
+                    "TaskservInstalled",
+                    json!({"job_id": 2, "name": "docker", "version": "1.0.0"}),
+                ),
+                event("TaskservStarted", json!({"job_id": 1, "name": "redis"})),
+                second,
+                event("InstallEnded", json!({"job_id": 2})),
+            ]
+        };
+        let mut watch = Watch::new(2, Goal::Installed);
+        let installed = json!({"job_id": 2, "name": "grafana", "version": "2.0.0"});
+        let seen: Vec<_> = events(event("TaskservInstalled", installed))
+            .iter()
+            .map(|e| watch.see(e))
+            .collect();
+        let lines: Vec<_> = seen.iter().filter_map(|(l, _)| l.clone()).collect();
+        assert_eq!(
+            lines,
+            [
+                "installing",
+                "installing docker",
+                "installed docker 1.0.0",
+                "installed grafana 2.0.0",
+                "install ended"
+            ]
+        );
+        assert_eq!(seen.last().unwrap().1, Verdict::Succeeded);
+
+        let mut watch = Watch::new(2, Goal::Installed);
+        let failed = json!({"job_id": 2, "name": "grafana", "exit_code": 7, "last_lines": []});
+        let verdicts: Vec<_> = events(event("TaskservFailed", failed))
+            .iter()
+            .map(|e| watch.see(e).1)
+            .collect();
+        assert_eq!(
+            verdicts.last().unwrap(),
+            &Verdict::Failed("grafana failed (exit code 7)".into())
+        );
     }
 
     #[test]

@@ -30,6 +30,20 @@ pub enum TemplatesCommand {
 pub enum TaskservCommand {
     /// The taskservs and their params.
     List,
+    /// Install taskservs on a running VM: an install job runs each over SSH, its
+    /// requirements first.
+    Create {
+        /// A taskserv, with its params as `NAME[:k=v,...]` (e.g. `grafana:port=3001`);
+        /// several may be given.
+        #[arg(required = true, value_name = "NAME[:k=v,...]")]
+        taskservs: Vec<String>,
+        /// The VM, by name or id (`--infra`, as the seed names it, works too).
+        #[arg(long, visible_alias = "infra", value_name = "VM")]
+        vm: String,
+        /// Follow the install job until it ends; exit 3 if a taskserv failed.
+        #[arg(long)]
+        wait: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

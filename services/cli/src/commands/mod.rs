@@ -9,6 +9,7 @@ mod cluster_wait;
 mod jobs;
 mod login;
 mod logs;
+mod taskserv;
 mod vm;
 mod vm_ops;
 
@@ -49,6 +50,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             catalog::templates(&api, format, provider.as_deref()).await
         }
         Command::Taskserv(TaskservCommand::List) => catalog::taskservs(&api, format).await,
+        Command::Taskserv(TaskservCommand::Create {
+            taskservs,
+            vm,
+            wait,
+        }) => taskserv::create(&api, format, &taskservs, &vm, wait).await,
         Command::Vm(VmCommand::Create(args)) => vm::create(&api, format, args).await,
         Command::Vm(VmCommand::List(args)) => vm::list(&api, format, args).await,
         Command::Vm(VmCommand::Show { vm }) => vm::show(&api, format, &vm).await,

@@ -166,6 +166,8 @@ pub(super) async fn wait(
     })
     .await?;
     let settled: &[&str] = match (&failure, goal) {
+        // An install leaves the VM running, whether its taskservs installed or not.
+        (_, Goal::Installed) => &["running", "unreachable", "failed"],
         (Some(_), _) => &["failed"],
         (None, Goal::Provisioned) => &["provisioned", "initializing", "running", "unreachable"],
         (None, Goal::Destroyed) => &["destroyed"],
@@ -188,7 +190,7 @@ async fn show_id(api: &Api, format: Format, id: &VmId) -> Result<(), CliError> {
 
 /// The `taskservs` of a create from `NAME[:k=v,...]` arguments, each param typed as the
 /// catalog declares it (the platform takes `3001` for a number, never `"3001"`).
-async fn taskservs(api: &Api, specs: &[String]) -> Result<Value, CliError> {
+pub(super) async fn taskservs(api: &Api, specs: &[String]) -> Result<Value, CliError> {
     let parsed: Vec<(String, Vec<(String, String)>)> = specs
         .iter()
         .map(|s| parse_taskserv(s))

@@ -12,6 +12,7 @@ mod provider;
 mod proxy;
 mod refusals;
 mod sign_in;
+mod taskserv;
 mod terminal;
 mod verbs;
 

@@ -185,7 +185,7 @@ async fn a_vms_verbs_extend_it_show_its_history_and_jobs_ssh_to_it_and_archive_i
 }
 
 /// Waits until the VM named `name` has `status` (as the admin sees it).
-async fn wait_status(daemon: &Daemon, name: &str, status: &str) {
+pub(crate) async fn wait_status(daemon: &Daemon, name: &str, status: &str) {
     for _ in 0..300 {
         let page = daemon.get("/api/v1/vms?archived=all").await;
         let found = page["items"]
