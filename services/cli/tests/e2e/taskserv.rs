@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::daemon::Daemon;
-use crate::verbs::wait_status;
+use crate::verbs::{create, wait_status};
 use crate::{cli, SSH_KEY};
 
 #[tokio::test]
@@ -21,23 +21,8 @@ async fn an_install_on_a_running_vm_is_queued_followed_and_its_refusal_shown() {
         ("PROVISIONING_URL", daemon.url.as_str()),
         ("PROVISIONING_TOKEN", daemon.admin_token.as_str()),
     ];
-    let create = [
-        "vm",
-        "create",
-        "--provider",
-        "local",
-        "--template",
-        "small",
-        "--name",
-        "tsv",
-        "--ssh-key",
-        key.to_str().unwrap(),
-        "--allow",
-        "192.0.2.0/24",
-        "--wait",
-        "-o",
-        "json",
-    ];
+    let mut create = create("tsv", "small", key.to_str().unwrap());
+    create.extend(["--wait", "-o", "json"]);
     let created = cli(config, &env, &create, None).await.expect(0);
     let vm: Value = serde_json::from_str(&created.stdout).unwrap();
     let id = vm["id"].as_str().unwrap().to_owned();

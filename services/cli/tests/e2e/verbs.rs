@@ -10,7 +10,7 @@ use crate::sign_in::{start, wait_for};
 use crate::{cli, SSH_KEY};
 
 /// `vm create` arguments for a VM `name` of `template` on `local`, with the key at `key`.
-fn create<'a>(name: &'a str, template: &'a str, key: &'a str) -> Vec<&'a str> {
+pub(crate) fn create<'a>(name: &'a str, template: &'a str, key: &'a str) -> Vec<&'a str> {
     vec![
         "vm",
         "create",
