@@ -13,7 +13,7 @@ use super::vms::{history, EventLine};
 use super::{not_found, page, Layout};
 use crate::{ApiError, AppState};
 
-/// The most events the page shows (the audit history's page size).
+/// The most events the page shows: the last ones, beyond that.
 const ALL_SHOWN: usize = 10_000;
 
 #[derive(Template)]
@@ -23,7 +23,10 @@ struct HistoryPage {
     id: String,
     name: String,
     events: Vec<EventLine>,
+    /// Always false here: the page links to no longer history.
     earlier: bool,
+    /// Whether it holds more than [`ALL_SHOWN`] events, the first not shown.
+    capped: bool,
 }
 
 /// `GET /console/vms/{id}/history`: the 404 page for a VM the caller may not see.
@@ -47,13 +50,14 @@ pub(crate) async fn show_history(
     let Some(row) = store::views::get(&state.app.pool, vm).await? else {
         return Ok(missing());
     };
-    let (events, earlier) = history(&state, vm, None, ALL_SHOWN).await?;
+    let (events, capped) = history(&state, vm, None, ALL_SHOWN).await?;
     let history = HistoryPage {
         layout: Layout::of(&principal),
         id: vm.to_string(),
         name: row.name.clone(),
         events,
-        earlier,
+        earlier: false,
+        capped,
     };
     Ok(page(StatusCode::OK, &history))
 }

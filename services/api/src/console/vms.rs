@@ -219,28 +219,51 @@ async fn vm_page(
 }
 
 /// The VM's last `count` events (up to the one at position `upto`, when given), Terraform's
-/// lines left out, oldest first; and whether there were more before them.
+/// lines left out, oldest first; and whether there were more before them. Read a page at a
+/// time, keeping the last `count`.
 pub(super) async fn history(
     state: &AppState,
     vm: VmId,
     upto: Option<i64>,
     count: usize,
 ) -> Result<(Vec<EventLine>, bool), ApiError> {
+    const PAGE: usize = 10_000;
     let filter = store::audit::AuditFilter {
         vm: Some(vm),
         exclude_logs: true,
         ..Default::default()
     };
     let horizon = store::feed::horizon(&state.app.pool).await?;
-    let start = store::audit::Start::Sequence(0);
-    let mut all = store::audit::page(&state.app.pool, &filter, start, horizon, 10_000)
-        .await
-        .map_err(crate::routes::admin::audit_error)?;
-    if let Some(upto) = upto {
-        all.retain(|e| e.position <= upto);
+    let mut last = std::collections::VecDeque::new();
+    let mut earlier = false;
+    let mut after = 0;
+    loop {
+        let start = store::audit::Start::Sequence(after);
+        let page = store::audit::page(&state.app.pool, &filter, start, horizon, PAGE as i64)
+            .await
+            .map_err(crate::routes::admin::audit_error)?;
+        let full = page.len() == PAGE;
+        after = page
+            .last()
+            .and_then(|e| u64::try_from(e.sequence).ok())
+            .unwrap_or(after);
+        let mut reached = false;
+        for entry in page {
+            if upto.is_some_and(|upto| entry.position > upto) {
+                reached = true;
+                break;
+            }
+            last.push_back(entry);
+            if last.len() > count {
+                last.pop_front();
+                earlier = true;
+            }
+        }
+        if reached || !full {
+            break;
+        }
     }
-    let earlier = all.len() > count;
-    let lines = all[all.len().saturating_sub(count)..]
+    let lines = last
         .iter()
         .map(|e| EventLine {
             position: e.position,
