@@ -1,5 +1,5 @@
 //! The caller's clusters (every user's for an admin), and one cluster's page: its roles
-//! (with a count form for each role whose count may change), nodes (each a link to its VM's
+//! (with a count form, once it is `ready`, for each role whose count may change), nodes (each a link to its VM's
 //! page), gates, outputs and the destroy form.
 
 use askama::Template;
@@ -41,7 +41,7 @@ struct ClusterPage {
 }
 
 impl ClusterPage {
-    /// Whether it may still be scaled or destroyed.
+    /// Whether it may still be destroyed (a `ready` one may also be scaled).
     fn alive(&self) -> bool {
         !matches!(self.cluster.out.status.as_str(), "destroying" | "destroyed")
     }

@@ -124,12 +124,14 @@ pub(super) async fn wait(
     action: &str,
     goal: Goal,
 ) -> Result<(), CliError> {
+    // The newest: the one this command queued, behind any earlier of the same action.
     let job = vm
         .job
         .iter()
         .chain(&vm.queue)
-        .find(|job| job.action == action)
-        .map(|job| job.id);
+        .filter(|job| job.action == action)
+        .map(|job| job.id)
+        .max();
     let Some(job) = job else {
         // Nothing to wait for: the VM already is where the command leads (a destroy asked
         // twice answers the VM as it is).

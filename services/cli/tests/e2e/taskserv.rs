@@ -61,14 +61,30 @@ async fn an_install_on_a_running_vm_is_queued_followed_and_its_refusal_shown() {
         "{installed:#?}"
     );
     assert!(installed.stdout.contains("running"), "{installed:#?}");
-    let jobs = daemon.get(&format!("/api/v1/vms/{id}/jobs")).await;
+    // The jobs read model follows the events the CLI saw.
+    let mut jobs = Value::Null;
+    for _ in 0..150 {
+        jobs = daemon.get(&format!("/api/v1/vms/{id}/jobs")).await;
+        let failed = jobs
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["action"] == "install" && j["state"] == "failed");
+        if failed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let install = jobs
         .as_array()
         .unwrap()
         .iter()
-        .find(|j| j["action"] == "install")
-        .unwrap_or_else(|| panic!("no install job: {jobs:#}"));
-    assert_eq!(install["state"], "failed", "{jobs:#}");
+        .find(|j| j["action"] == "install");
+    assert_eq!(
+        install.map(|j| &j["state"]),
+        Some(&Value::from("failed")),
+        "{jobs:#}"
+    );
 
     // A VM that is not running is refused: one line, exit 1.
     cli(config, &env, &["vm", "destroy", "tsv", "--wait"], None)
@@ -83,5 +99,11 @@ async fn an_install_on_a_running_vm_is_queued_followed_and_its_refusal_shown() {
     .await
     .expect(1);
     assert!(refused.stderr.starts_with("error: "), "{refused:#?}");
+    assert!(
+        refused
+            .stderr
+            .contains("the VM is destroyed: taskservs install on a running VM"),
+        "{refused:#?}"
+    );
     assert_eq!(refused.stderr.trim().lines().count(), 1, "{refused:#?}");
 }

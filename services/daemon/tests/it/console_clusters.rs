@@ -76,6 +76,15 @@ async fn app_with(templates: &std::path::Path) -> TestApp {
     .expect("the application starts")
 }
 
+/// The text of the error paragraph `id` of a page, empty when there is none.
+fn error_text(body: &str, id: &str) -> String {
+    let opening = format!("<p class=\"error\" id=\"{id}\">");
+    body.split_once(&opening)
+        .and_then(|(_, rest)| rest.split_once("</p>"))
+        .map(|(text, _)| text.to_owned())
+        .unwrap_or_default()
+}
+
 fn workers(cluster: &Value) -> Vec<&Value> {
     cluster["nodes"]
         .as_array()
@@ -120,13 +129,16 @@ async fn a_cluster_is_requested_scaled_and_destroyed_from_its_forms() {
     let refused = post(&app, &cookie, "/console/clusters", &typed("duo", "7")).await;
     assert_eq!(refused.status(), 422);
     let body = refused.text().await.unwrap();
-    assert!(body.contains("id=\"template-error\""), "{body}");
-    assert!(body.contains("worker"), "{body}");
+    let beside = error_text(&body, "template-error");
+    assert!(beside.contains("worker"), "{beside}: {body}");
     assert!(body.contains("value=\"duo\""), "{body}");
     let refused = post(&app, &cookie, "/console/clusters", &typed("", "1")).await;
     assert_eq!(refused.status(), 422);
     let body = refused.text().await.unwrap();
-    assert!(body.contains("id=\"name-error\""), "{body}");
+    assert!(
+        error_text(&body, "name-error").starts_with("name: "),
+        "{body}"
+    );
     let listed: Value = ada.json("GET", "/api/v1/clusters", None, 200).await;
     assert_eq!(listed.as_array().unwrap().len(), 0, "{listed:#}");
 
@@ -141,9 +153,13 @@ async fn a_cluster_is_requested_scaled_and_destroyed_from_its_forms() {
     let (status, shown) = page(&app, &cookie, &to).await;
     assert_eq!(status, 200);
     assert!(shown.contains("The cluster was requested"), "{shown}");
-    app.wait_for_cluster(&id, "ready", WITHIN).await;
-
     let scale = format!("/console/clusters/{id}/scale");
+    let scale_form = format!("action=\"{scale}\"");
+    assert!(!shown.contains(&scale_form), "scaled once ready: {shown}");
+    app.wait_for_cluster(&id, "ready", WITHIN).await;
+    let (_, shown) = page(&app, &cookie, &format!("/console/clusters/{id}")).await;
+    assert!(shown.contains(&scale_form), "{shown}");
+
     let outside = post(&app, &cookie, &scale, &[("role", "worker"), ("count", "4")]).await;
     assert_eq!(outside.status(), 422);
     let body = outside.text().await.unwrap();
