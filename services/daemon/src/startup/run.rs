@@ -162,7 +162,7 @@ impl Application {
                 Err(std::io::Error::other(error))
             }
         };
-        while roles.join_next().await.is_some() {}
+        roles.stop(ROLES_GRACE).await;
         result
     }
 }
@@ -187,6 +187,12 @@ async fn reload_on_sighup(policies: Arc<api::policy::Policies>, cancel: Cancella
         }
     }
 }
+/// How long the roles get to end after a shutdown before those left are aborted, as a
+/// SIGKILL would end them (every role is safe to kill at any point: what it had not
+/// acknowledged is done again by the next process). A statement that never comes back
+/// must not hold a stop forever.
+const ROLES_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The running roles, by name.
 #[derive(Default)]
 struct RoleSet {
@@ -208,6 +214,23 @@ impl RoleSet {
         };
         Some((self.names.remove(&id).unwrap_or("unnamed"), ended))
     }
+
+    /// Waits for every role to end, up to `grace`; then aborts those left, naming them.
+    async fn stop(&mut self, grace: std::time::Duration) {
+        let ended =
+            tokio::time::timeout(grace, async { while self.join_next().await.is_some() {} }).await;
+        if ended.is_err() {
+            let mut left: Vec<&str> = self.names.values().copied().collect();
+            left.sort_unstable();
+            tracing::warn!(
+                roles = ?left,
+                ?grace,
+                "roles still running after the shutdown grace are aborted"
+            );
+            self.tasks.abort_all();
+            while self.join_next().await.is_some() {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -227,5 +250,18 @@ mod tests {
         let (name, ended) = roles.join_next().await.unwrap();
         assert_eq!(name, "done");
         assert!(ended.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_stop_aborts_the_roles_that_do_not_end_within_the_grace() {
+        let mut roles = RoleSet::default();
+        roles.spawn("stuck", std::future::pending());
+        roles.spawn("quick", async {});
+        let grace = std::time::Duration::from_millis(50);
+        tokio::time::timeout(std::time::Duration::from_secs(5), roles.stop(grace))
+            .await
+            .expect("the stop ends soon after its grace");
+        assert!(roles.join_next().await.is_none(), "no role is left");
+        assert!(roles.names.is_empty());
     }
 }
