@@ -52,7 +52,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(field: &str, reason: impl Into<String>) -> Self {
+    /// A field the caller gave that the use case cannot take, and why.
+    pub fn invalid(field: &str, reason: impl Into<String>) -> Self {
         Error::Invalid {
             field: field.into(),
             reason: reason.into(),

@@ -9,7 +9,6 @@ use axum::response::Response;
 
 use super::clusters::{cluster_answer, missing, Answer};
 use super::form::{done_notice, poster, see_other, Fields, Refusal};
-use super::reach::invalid;
 use crate::{ApiError, AppState};
 
 /// What a cluster form did, as `?done=` names it: a fixed list, so a link cannot make the
@@ -107,7 +106,7 @@ async fn act(
 /// A role's node count as typed: a whole number, its range checked by the use case.
 fn count(text: &str) -> Result<u32, app::Error> {
     text.parse::<u32>()
-        .map_err(|_| invalid("count", "give a whole number of nodes"))
+        .map_err(|_| app::Error::invalid("count", "give a whole number of nodes"))
 }
 
 #[cfg(test)]

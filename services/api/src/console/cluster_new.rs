@@ -17,7 +17,7 @@ use domain::provisioning::{ProviderId, VmName};
 
 use super::form::{caller_of, poster, see_other, Fields, Refusal};
 use super::limits::{limit_lines, LimitLine};
-use super::reach::{self, invalid, KeyChoice, Reach, ReachChoices};
+use super::reach::{self, KeyChoice, Reach, ReachChoices};
 use super::session::{sign_in_required, signed_in};
 use super::{page, Layout};
 use crate::auth::Principal;
@@ -154,7 +154,7 @@ pub(crate) async fn create_cluster(
 fn request(state: &AppState, values: &Values) -> Result<app::clusters::ClusterRequest, app::Error> {
     let name = VmName::parse(&values.name)?;
     if values.template.is_empty() {
-        return Err(invalid("template", "choose a cluster template"));
+        return Err(app::Error::invalid("template", "choose a cluster template"));
     }
     let provider = ProviderId::parse(&values.provider)?;
     let mut roles = BTreeMap::new();
@@ -166,7 +166,7 @@ fn request(state: &AppState, values: &Values) -> Result<app::clusters::ClusterRe
                 continue;
             }
             let count = typed.parse::<u32>().map_err(|_| {
-                invalid(
+                app::Error::invalid(
                     &format!("roles.{}.count", role.name),
                     "give a whole number of nodes",
                 )

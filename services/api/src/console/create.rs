@@ -162,7 +162,7 @@ fn request(
     let (provider, template) = values
         .template
         .split_once('/')
-        .ok_or_else(|| reach::invalid("template", "choose a template"))?;
+        .ok_or_else(|| app::Error::invalid("template", "choose a template"))?;
     let ssh_key = values.reach.ssh_key()?;
     let allow_ssh_from = values.reach.networks()?;
     let duration = values.reach.duration()?;

@@ -2,6 +2,7 @@
 //! registered or pasted, the networks allowed with the caller's own address) and how long
 //! they live, read from the form as the API reads its body; and the choices shown for them.
 
+use app::Error;
 use domain::provisioning::{DurationHours, SshPublicKey};
 
 use super::form::Fields;
@@ -41,12 +42,12 @@ impl Reach {
     /// The key chosen: a registered one or a pasted one, not neither nor both.
     pub fn ssh_key(&self) -> Result<app::vms::SshKeyChoice, app::Error> {
         match (self.ssh_key_id.as_str(), self.ssh_public_key.as_str()) {
-            ("", "") => Err(invalid(
+            ("", "") => Err(Error::invalid(
                 "ssh_public_key",
                 "choose a registered key or paste a public key",
             )),
             ("", key) => Ok(app::vms::SshKeyChoice::Key(SshPublicKey::parse(key)?)),
-            (_, key) if !key.is_empty() => Err(invalid(
+            (_, key) if !key.is_empty() => Err(Error::invalid(
                 "ssh_public_key",
                 "choose a registered key or paste one, not both",
             )),
@@ -66,7 +67,7 @@ impl Reach {
             allowed.push("me".into());
         }
         if allowed.is_empty() {
-            return Err(invalid(
+            return Err(Error::invalid(
                 "allow_ssh_from",
                 "give at least one network, or allow your own address",
             ));
@@ -78,7 +79,7 @@ impl Reach {
         let hours = self
             .duration
             .parse::<i64>()
-            .map_err(|_| invalid("duration_hours", "give a whole number of hours"))?;
+            .map_err(|_| Error::invalid("duration_hours", "give a whole number of hours"))?;
         Ok(DurationHours::parse(hours)?)
     }
 }
@@ -91,13 +92,6 @@ pub(super) fn fields_of(name: &str) -> Option<&'static [&'static str]> {
         "networks" => Some(&["allow_ssh_from"]),
         "duration" => Some(&["duration_hours"]),
         _ => None,
-    }
-}
-
-pub(super) fn invalid(field: &str, reason: &str) -> app::Error {
-    app::Error::Invalid {
-        field: field.into(),
-        reason: reason.into(),
     }
 }
 
